@@ -1,0 +1,107 @@
+"""Boundary checks shared by the API and the CLI.
+
+Every check raises ``ValueError`` or ``TypeError`` whose message names the
+argument and the offending value, so that the CLI can print it as one line.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+ESTIMATORS = ("epsilon", "knn")
+METHODS = ("auto", "dense", "tiled")
+DTYPES = ("float64", "float32")
+
+
+def check_points(X, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a C-contiguous float64 array of shape (n, d), n >= 2, d >= 1.
+
+    Rejects non-numeric data, NaN / inf, wrong rank, fewer than two rows and
+    zero columns.
+    """
+    if hasattr(X, "dtype") and X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {X.dtype}")
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a numeric array: {exc}") from None
+    check_shape(arr.shape, name)
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"{name} contains NaN or inf (first at row {bad[0]}, column {bad[1]}: "
+            f"{arr[bad[0], bad[1]]})"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def check_shape(shape: tuple, name: str = "X") -> tuple[int, int]:
+    """Validate the shape of a point array without reading its values."""
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-dimensional (n points x d attributes), got shape {shape}")
+    n, d = shape
+    if d == 0:
+        raise ValueError(f"{name} has zero columns (shape {shape}); need d >= 1")
+    if n < 2:
+        raise ValueError(f"{name} has {n} row(s) (shape {shape}); CDF-TS needs n >= 2 points")
+    return int(n), int(d)
+
+
+def check_lam(lam) -> float:
+    """lambda is relative to the largest pairwise distance: 0 < lam < 1."""
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+        raise TypeError(f"lam must be a real number, got {lam!r}")
+    if not (0.0 < float(lam) < 1.0):
+        raise ValueError(f"lam must lie in the open interval (0, 1), got {lam!r}")
+    return float(lam)
+
+
+def check_delta(delta) -> float:
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise TypeError(f"delta must be a real number, got {delta!r}")
+    if not (float(delta) > 0.0) or not np.isfinite(delta):
+        raise ValueError(f"delta must be a positive finite number, got {delta!r}")
+    return float(delta)
+
+
+def check_max_iter(max_iter) -> int:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral):
+        raise TypeError(f"max_iter must be an integer, got {max_iter!r}")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+    return int(max_iter)
+
+
+def check_estimator(estimator: str, k, n: int) -> tuple[str, int | None]:
+    """Check the density estimator and its k (only for ``"knn"``: 1 <= k <= n - 1)."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if estimator == "epsilon":
+        if k is not None:
+            raise ValueError(f"k is only used with estimator='knn', got k={k!r} with estimator='epsilon'")
+        return estimator, None
+    if k is None:
+        raise ValueError("k is required with estimator='knn' (1 <= k <= n - 1), got k=None")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be an integer, got {k!r}")
+    if not (1 <= k <= n - 1):
+        raise ValueError(f"k must lie in [1, n - 1] = [1, {n - 1}], got k={k!r}")
+    return estimator, int(k)
+
+
+def check_choice(value, name: str, choices: tuple) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_positive_int(value, name: str, allow_none: bool = True) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value!r}")
+    return int(value)

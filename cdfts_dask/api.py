@@ -1,0 +1,218 @@
+"""Public API: :func:`cdf_ts`, the :class:`CDFTS` estimator, :func:`dscale`, :func:`rescale`."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+import numpy as np
+
+from . import _validation as v
+from . import oracle, runner
+from .cluster import get_client
+from .inputs import is_path, load_points
+from .normalise import minmax_normalise
+
+#: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
+DENSE_MAX_N = 2000
+
+
+def _choose_method(method: str, n: int, client, tile_size) -> str:
+    v.check_choice(method, "method", v.METHODS)
+    if method != "auto":
+        return method
+    return "tiled" if (client is not None or tile_size is not None or n > DENSE_MAX_N) else "dense"
+
+
+def cdf_ts(
+    X,
+    lam: float = 0.1,
+    delta: float = 0.015,
+    max_iter: int = 100,
+    estimator: str = "epsilon",
+    k: int | None = None,
+    method: str = "auto",
+    client=None,
+    tile_size: int | None = None,
+    checkpoint=None,
+    resume: bool = False,
+    output=None,
+    n_workers: int | None = None,
+    progress: Callable[[runner.IterationReport], None] | None = None,
+    return_info: bool = False,
+):
+    """CDF Transform-and-Shift of the points X (n x d).
+
+    Each iteration rescales distances in every point's lambda-neighbourhood
+    with DScale and moves every point y to
+    ``mean_z [z + rho(z, y) (y - z)]``; points are min-max normalised before
+    and after.  Iterations stop once the mean absolute movement
+    ``Delta <= delta`` or after ``max_iter`` iterations (at least one runs).
+
+    Parameters
+    ----------
+    X : array-like, dask array, Zarr array, or path (.csv, .npy, .zarr)
+    lam : neighbourhood size relative to the largest pairwise distance, in (0, 1)
+    delta : stopping threshold on the mean absolute movement, > 0
+    max_iter : most iterations to run
+    estimator : ``"epsilon"`` (fixed radius lam) or ``"knn"`` (radius = distance
+        to the k-th nearest other point)
+    k : neighbours for ``estimator="knn"``, 1 <= k <= n - 1
+    method : ``"dense"`` (NumPy oracle), ``"tiled"`` (Dask engine) or ``"auto"``
+        (dense for n <= 2000 unless a client or tile size is given)
+    client : ``distributed.Client``, scheduler address, or None for an embedded
+        ``LocalCluster`` of ``n_workers`` processes
+    tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
+    checkpoint : Zarr store path; every complete iteration is written there
+    resume : continue the run stored at ``checkpoint``
+    output : Zarr path to write the result to (returned opened read-only)
+    progress : called with an :class:`~cdfts_dask.runner.IterationReport` per iteration
+    return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
+
+    Returns
+    -------
+    numpy.ndarray (n x d) in [0, 1]^d, or a read-only ``zarr.Array`` when ``output`` is given.
+    """
+    lam = v.check_lam(lam)
+    delta = v.check_delta(delta)
+    max_iter = v.check_max_iter(max_iter)
+    tile_size = v.check_positive_int(tile_size, "tile_size")
+    n_workers = v.check_positive_int(n_workers, "n_workers")
+    if not isinstance(resume, bool):
+        raise TypeError(f"resume must be True or False, got {resume!r}")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
+    points = load_points(X)
+    n, d = points.shape
+    estimator, k = v.check_estimator(estimator, k, n)
+    method = _choose_method(method, n, client, tile_size)
+    args = dict(
+        shape=(n, d), lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k,
+        checkpoint=None if checkpoint is None else str(checkpoint), resume=resume, progress=progress,
+    )
+    if method == "dense":
+        backend = runner.DenseBackend()
+        result = runner.run(backend, points, **args)
+        return _finish(backend, result, output, return_info)
+    with get_client(client, n_workers) as c:
+        backend = runner.TiledBackend(c, tile_size)
+        result = runner.run(backend, backend.put(points), **args)
+        return _finish(backend, result, output, return_info)
+
+
+def _finish(backend, result: runner.RunResult, output, return_info: bool):
+    if output is not None:
+        import zarr
+
+        attrs = {"deltas": result.deltas, "converged": result.converged}
+        backend.write_output(str(output), result.X, attrs)
+        out = zarr.open_array(str(output), mode="r")
+    else:
+        out = backend.fetch(result.X)
+    result.X = out
+    return (out, result) if return_info else out
+
+
+class CDFTS:
+    """CDF Transform-and-Shift as a scikit-learn style transformer.
+
+    Parameters are those of :func:`cdf_ts`.  After :meth:`fit`:
+
+    * ``embedding_``: the transformed points (n x d, in [0, 1]^d);
+    * ``n_iter_``: iterations run; ``deltas_``: Delta after each iteration;
+    * ``converged_``: whether Delta fell to ``delta`` before ``max_iter``;
+    * ``n_features_in_``.
+    """
+
+    def __init__(
+        self,
+        lam: float = 0.1,
+        delta: float = 0.015,
+        max_iter: int = 100,
+        estimator: str = "epsilon",
+        k: int | None = None,
+        method: str = "auto",
+        client=None,
+        tile_size: int | None = None,
+        checkpoint=None,
+        resume: bool = False,
+        n_workers: int | None = None,
+    ):
+        self.lam = lam
+        self.delta = delta
+        self.max_iter = max_iter
+        self.estimator = estimator
+        self.k = k
+        self.method = method
+        self.client = client
+        self.tile_size = tile_size
+        self.checkpoint = checkpoint
+        self.resume = resume
+        self.n_workers = n_workers
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params) -> CDFTS:
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"Invalid parameter {key!r} for estimator CDFTS; valid parameters: {valid}")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults[k].default != v]
+        return f"CDFTS({', '.join(changed)})"
+
+    def fit(self, X, y=None) -> CDFTS:
+        """Transform X and keep the result in ``embedding_`` (y is ignored)."""
+        emb, info = cdf_ts(X, return_info=True, **self.get_params())
+        self.embedding_ = emb
+        self.deltas_ = list(info.deltas)
+        self.n_iter_ = info.n_iter
+        self.converged_ = info.converged
+        self.n_features_in_ = emb.shape[1]
+        return self
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        return self.fit(X, y).embedding_
+
+
+def _prepared(X, lam) -> np.ndarray:
+    lam = v.check_lam(lam)
+    points = load_points(X)
+    return minmax_normalise(points)[0], lam
+
+
+def dscale(X, lam: float = 0.1, estimator: str = "epsilon", k: int | None = None) -> np.ndarray:
+    """DScale (the paper's Algorithm 1) of min-max normalised X.
+
+    Returns the n x n scaled distance matrix ``S'`` in the units of the
+    normalised data: row z is z's view, ``S'(z, y) = m * s'(z, y)`` (see
+    :mod:`cdfts_dask.oracle`).  It is asymmetric; use it as a precomputed
+    metric with row i as i's neighbourhood.  O(n^2) memory.
+    """
+    Xn, lam = _prepared(X, lam)
+    estimator, k = v.check_estimator(estimator, k, Xn.shape[0])
+    return oracle.dscale_dense(Xn, lam, estimator, k)
+
+
+def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
+    """ReScale: the per-attribute one-dimensional CDF transform (the paper's baseline).
+
+    On a grid of ``psi + 1`` points over [0, 1], count the points within
+    ``lam`` of each grid point; a value's new coordinate is the cumulative
+    count up to it; then min-max normalise.
+    """
+    Xn, lam = _prepared(X, lam)
+    psi = v.check_positive_int(psi, "psi", allow_none=False)
+    return oracle.rescale_dense(Xn, lam, psi)
+
+
+__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path"]

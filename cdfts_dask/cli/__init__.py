@@ -1,0 +1,44 @@
+"""The ``cdfts`` console script.
+
+Each sub-command lives in its own module exposing ``register(subparsers)``,
+which adds its parser and sets ``func`` to a handler ``func(args) -> int``.
+User errors (``ValueError``, ``TypeError``, ``OSError``) print one line on
+stderr and exit with status 2; there is never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: modules under cdfts_dask.cli providing sub-commands, in --help order
+SUBCOMMANDS = ["transform"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cdfts",
+        description="CDF Transform-and-Shift (CDF-TS) on Dask: homogenise cluster densities before "
+        "density-based clustering or distance-based anomaly detection.",
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"cdfts-dask {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("cdfts: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"cdfts {args.command}: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,133 @@
+"""The Dask engine: one CDF-TS iteration as passes of panel tasks.
+
+An iteration on points X (n x d, one copy per worker) is
+
+1. **diameter pass** (epsilon estimator): ``m = max S`` over the upper
+   triangle of the pair space, reduced as a tree;
+2. **reference pass**: per-point neighbourhood statistics, ``c(z)``
+   (epsilon) or the k-th neighbour radius (k-NN, which also yields m);
+3. **shift pass**: for every target panel, the column sums of rho and
+   ``rho^T X`` streamed over reference chunks, giving the shifted rows;
+4. a tiny O(n d) finish: global column range (tree reduction), per-panel
+   normalisation and ``sum |X_new - X_old|``.
+
+Every pass has ``P = ceil(n / panel_rows)`` tasks (plus O(P / fan_in) for
+the reductions), so the graph grows linearly in n / tile_size, never
+quadratically, and no task holds more than ``tile_size^2`` pair values.
+Nothing but scalars and d-vectors travel back to the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import passes
+
+DEFAULT_TILE_SIZE = 1024
+FAN_IN = 8
+
+
+def default_tile_size(n: int) -> int:
+    """Points per tile side: 1024 (8 MiB float64 temporaries), never more than n."""
+    return max(1, min(n, DEFAULT_TILE_SIZE))
+
+
+def panels(n: int, rows: int) -> list[tuple[int, int]]:
+    return list(passes.chunks(0, n, rows))
+
+
+def _max(*values):
+    return max(values)
+
+
+def _combine_ranges(*ranges):
+    lo = np.min(np.stack([r[0] for r in ranges]), axis=0)
+    hi = np.max(np.stack([r[1] for r in ranges]), axis=0)
+    return lo, hi
+
+
+def _concat(*parts):
+    return np.concatenate(parts)
+
+
+def _neighbourhood_from_counts(counts, n: int, d: int, lam: float):
+    counts = np.asarray(counts)
+    return np.full(n, lam), (counts / n) ** (1.0 / d)
+
+
+def _neighbourhood_from_kth(kth, m: float, n: int, d: int, k: int):
+    kth = np.asarray(kth)
+    radius = kth / m if m > 0 else kth
+    return radius, np.full(n, (k / n) ** (1.0 / d))
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1]
+
+
+def tree_reduce(client, func, futures: list, fan_in: int = FAN_IN):
+    """Reduce futures with ``func(*group)`` in a tree of fan-in ``fan_in``."""
+    while len(futures) > 1:
+        futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
+    return futures[0]
+
+
+@dataclass
+class TiledStep:
+    """What one engine iteration leaves behind: futures for the arrays, plain numbers for the rest."""
+
+    X: object  # future of the new normalised positions (n x d)
+    stats: object  # future of counts (epsilon) or radii (k-NN)
+    stats_name: str
+    delta: float
+    m: float
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class TiledEngine:
+    """Runs CDF-TS iterations as panel tasks on a ``distributed.Client``."""
+
+    def __init__(self, client, tile_size: int | None = None):
+        self.client = client
+        self.tile_size = tile_size
+
+    def tile(self, n: int) -> int:
+        return min(n, self.tile_size) if self.tile_size else default_tile_size(n)
+
+    def step(self, X, n: int, d: int, lam: float, estimator: str, k: int | None) -> TiledStep:
+        """One iteration on the future ``X``; returns the new positions as a future."""
+        c = self.client
+        tile = self.tile(n)
+        parts = panels(n, tile)
+        if estimator == "epsilon":
+            maxima = [c.submit(passes.panel_max_distance, X, a, b, tile) for a, b in parts]
+            m = float(tree_reduce(c, _max, maxima).result())
+            counts = [c.submit(passes.panel_counts, X, a, b, tile, m, lam) for a, b in parts]
+            stats = c.submit(_concat, *counts)
+            nb = c.submit(_neighbourhood_from_counts, stats, n, d, lam)
+        else:
+            knn_rows = max(1, min(n, tile * tile // n))
+            kth = [c.submit(passes.panel_kth_distance, X, a, b, k) for a, b in panels(n, knn_rows)]
+            m = float(tree_reduce(c, _max, [c.submit(_second, f) for f in kth]).result())
+            kth_all = c.submit(_concat, *[c.submit(_first, f) for f in kth])
+            nb = c.submit(_neighbourhood_from_kth, kth_all, m, n, d, k)
+            stats = c.submit(_first, nb)
+        radius, q = c.submit(_first, nb), c.submit(_second, nb)
+        shifted = [c.submit(passes.panel_shift, X, a, b, tile, m, radius, q) for a, b in parts]
+        ranges = [c.submit(passes.column_range, Y) for Y in shifted]
+        lo, hi = (np.asarray(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
+        finished = [
+            c.submit(passes.normalise_panel, Y, X, a, b, lo, hi) for Y, (a, b) in zip(shifted, parts, strict=True)
+        ]
+        abs_sum = sum(c.gather([c.submit(_second, f) for f in finished]))
+        X_new = c.submit(_concat, *[c.submit(_first, f) for f in finished])
+        return TiledStep(
+            X_new, stats, "counts" if estimator == "epsilon" else "radius", abs_sum / (n * d), m, lo, hi
+        )

@@ -1,0 +1,55 @@
+"""Writing transformed points as CSV, .npy or Zarr, never leaving a half-written file."""
+
+from __future__ import annotations
+
+import csv
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from .store import write_output_zarr
+
+FORMATS = (".csv", ".npy", ".zarr")
+
+
+def output_format(path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"output: unsupported file type {suffix!r} for {str(path)!r}; use one of {FORMATS}")
+    return suffix
+
+
+def check_writable(path) -> None:
+    """Fail early (before any computation) if ``path``'s directory cannot be written."""
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise ValueError(f"output: directory does not exist: {str(parent)!r}")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"output: directory is not writable: {str(parent)!r}")
+
+
+def write_table(path, X: np.ndarray, labels=None, header: list[str] | None = None, label_name="label") -> None:
+    """Write X (and an untouched label column, appended last) to ``path`` atomically."""
+    path = Path(path)
+    fmt = output_format(path)
+    if fmt == ".zarr":
+        write_output_zarr(path, X)
+        return
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    try:
+        if fmt == ".npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, X)
+        else:
+            with open(tmp, "w", newline="") as fh:
+                writer = csv.writer(fh)
+                names = header or [f"x{j}" for j in range(X.shape[1])]
+                writer.writerow(names + ([label_name] if labels is not None else []))
+                for i, row in enumerate(X):
+                    cells = [repr(float(x)) for x in row]
+                    writer.writerow(cells + ([labels[i]] if labels is not None else []))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,211 @@
+"""The iteration loop shared by the dense and the tiled backends: stopping, checkpoints, resume, progress."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import oracle, store
+from .engine import TiledEngine
+from .normalise import minmax_normalise
+
+
+@dataclass
+class IterationReport:
+    """Progress of one finished iteration (passed to the ``progress`` callback)."""
+
+    iteration: int
+    delta: float
+    seconds: float
+    n: int
+
+    @property
+    def pairs_per_second(self) -> float:
+        """Pair evaluations per second, counting 2 n^2 per iteration (reference + shift pass)."""
+        return 2.0 * self.n * self.n / self.seconds if self.seconds > 0 else float("inf")
+
+
+@dataclass
+class RunResult:
+    X: object  # backend handle of the final positions
+    deltas: list[float] = field(default_factory=list)
+    converged: bool = False
+    resumed_from: int | None = None
+
+    @property
+    def n_iter(self) -> int:
+        return len(self.deltas)
+
+
+@dataclass
+class StepInfo:
+    X: object
+    stats_name: str
+    stats: object
+    delta: float
+    m: float
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+class DenseBackend:
+    """The oracle, in this process."""
+
+    def put(self, X: np.ndarray):
+        return X
+
+    def normalise(self, X):
+        return minmax_normalise(X)[0]
+
+    def fingerprint(self, X) -> str:
+        return store.fingerprint(X)
+
+    def step(self, X, shape, lam, estimator, k) -> StepInfo:
+        st = oracle.cdf_ts_step(X, lam, estimator, k)
+        nb = st.neighbourhood
+        name, stats = ("counts", nb.counts) if estimator == "epsilon" else ("radius", nb.radius)
+        return StepInfo(st.X, name, stats, st.delta, nb.m, st.lo, st.hi)
+
+    def save(self, path, t, info: StepInfo, seconds: float) -> None:
+        store.Checkpoint(path).write_iteration(
+            t, info.X, {info.stats_name: info.stats}, _iteration_attrs(info, seconds)
+        )
+
+    def create_store(self, path, params, fp, X0) -> None:
+        store.Checkpoint.create(path, params, fp, X0)
+
+    def load_positions(self, path, t):
+        return store.Checkpoint(path).positions(t)
+
+    def fetch(self, X) -> np.ndarray:
+        return X
+
+    def write_output(self, path, X, attrs) -> None:
+        store.write_output_zarr(path, X, attrs)
+
+
+def _iteration_attrs(info: StepInfo, seconds: float) -> dict:
+    return {"delta": info.delta, "m": info.m, "lo": info.lo, "hi": info.hi, "seconds": seconds}
+
+
+def _save_on_worker(path, t, X, stats_name, stats, attrs):
+    store.Checkpoint(path).write_iteration(t, X, {stats_name: stats}, attrs)
+
+
+def _create_on_worker(path, params, fp, X0):
+    store.Checkpoint.create(path, params, fp, X0)
+
+
+def _positions_on_worker(path, t):
+    return store.Checkpoint(path).positions(t)
+
+
+def _normalise_on_worker(X):
+    return minmax_normalise(X)[0]
+
+
+class TiledBackend:
+    """The Dask engine; arrays stay on the workers as futures."""
+
+    def __init__(self, client, tile_size=None):
+        self.client = client
+        self.engine = TiledEngine(client, tile_size)
+
+    def put(self, X):
+        if isinstance(X, np.ndarray):
+            return self.client.scatter(X, broadcast=True)
+        return X  # already a future
+
+    def normalise(self, X):
+        return self.client.submit(_normalise_on_worker, X)
+
+    def fingerprint(self, X) -> str:
+        return self.client.submit(store.fingerprint, X).result()
+
+    def step(self, X, shape, lam, estimator, k) -> StepInfo:
+        n, d = shape
+        st = self.engine.step(X, n, d, lam, estimator, k)
+        return StepInfo(st.X, st.stats_name, st.stats, st.delta, st.m, st.lo, st.hi)
+
+    def save(self, path, t, info: StepInfo, seconds: float) -> None:
+        attrs = store._jsonable(_iteration_attrs(info, seconds))
+        self.client.submit(_save_on_worker, path, t, info.X, info.stats_name, info.stats, attrs).result()
+
+    def create_store(self, path, params, fp, X0) -> None:
+        self.client.submit(_create_on_worker, path, params, fp, X0).result()
+
+    def load_positions(self, path, t):
+        return self.client.submit(_positions_on_worker, path, t)
+
+    def fetch(self, X) -> np.ndarray:
+        return X.result()
+
+    def write_output(self, path, X, attrs) -> None:
+        self.client.submit(store.write_output_zarr, path, X, attrs).result()
+
+
+def run(
+    backend,
+    X,
+    shape: tuple[int, int],
+    lam: float,
+    delta: float,
+    max_iter: int,
+    estimator: str,
+    k: int | None,
+    checkpoint=None,
+    resume: bool = False,
+    progress: Callable[[IterationReport], None] | None = None,
+    dtype: str = "float64",
+) -> RunResult:
+    """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
+
+    ``X`` is the raw (validated) input as a backend handle.  With a
+    checkpoint, iteration t is written and marked complete before
+    iteration t+1 starts; ``resume=True`` continues from the last complete
+    iteration of an existing store (which must match input and parameters).
+    """
+    n = shape[0]
+    params = {"lam": lam, "estimator": estimator, "k": k, "dtype": dtype, "delta": delta, "max_iter": max_iter}
+    fp = backend.fingerprint(X) if checkpoint is not None else None
+    result = RunResult(None)
+    start = 1
+    if checkpoint is not None and store.Checkpoint.exists(checkpoint):
+        if not resume:
+            raise FileExistsError(
+                f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
+                "or choose another path"
+            )
+        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)
+        done = ckpt.completed
+        result.deltas = ckpt.deltas
+        result.resumed_from = done
+        Xt = backend.load_positions(checkpoint, done)
+        start = done + 1
+        if result.deltas and (result.deltas[-1] <= delta or done >= max_iter):
+            result.X, result.converged = Xt, result.deltas[-1] <= delta
+            return result
+    else:
+        Xt = backend.normalise(X)
+        if checkpoint is not None:
+            backend.create_store(checkpoint, params, fp, Xt)
+    for t in range(start, max_iter + 1):
+        tic = time.perf_counter()
+        info = backend.step(Xt, shape, lam, estimator, k)
+        seconds = time.perf_counter() - tic
+        if checkpoint is not None:
+            backend.save(checkpoint, t, info, seconds)
+        Xt = info.X
+        result.deltas.append(info.delta)
+        if progress is not None:
+            progress(IterationReport(t, info.delta, seconds, n))
+        if info.delta <= delta:
+            result.converged = True
+            break
+    if checkpoint is not None:
+        store.Checkpoint(checkpoint).finish("converged" if result.converged else "max_iter")
+    result.X = Xt
+    return result

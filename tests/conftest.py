@@ -1,0 +1,68 @@
+"""Shared fixtures: the repository on sys.path (for worker processes and CLI subprocesses too),
+a small embedded Dask cluster, and the bundled / shared datasets."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
+
+sys.path.insert(0, str(ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+
+def load_csv(path) -> tuple[np.ndarray, np.ndarray]:
+    table = np.loadtxt(path, delimiter=",", skiprows=1)
+    return table[:, :-1], table[:, -1].astype(int)
+
+
+@pytest.fixture(scope="session")
+def syn():
+    return load_csv(DATA / "syn.csv")
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"../shared/datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS
+
+
+def _cluster(n_workers: int):
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    return cluster, Client(cluster)
+
+
+@pytest.fixture(scope="session")
+def client():
+    """Two single-threaded worker processes, shared by the whole session."""
+    cluster, c = _cluster(2)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def client1():
+    """One worker process."""
+    cluster, c = _cluster(1)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def cli_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
