@@ -11,10 +11,14 @@ An iteration on points X (n x d, one copy per worker) is
 4. a tiny O(n d) finish: global column range (tree reduction), per-panel
    normalisation and ``sum |X_new - X_old|``.
 
-Every pass has ``P = ceil(n / panel_rows)`` tasks (plus O(P / fan_in) for
-the reductions), so the graph grows linearly in n / tile_size, never
-quadratically, and no task holds more than ``tile_size^2`` pair values.
-Nothing but scalars and d-vectors travel back to the client.
+Every pass has ``P = ceil(n / tile_size)`` tasks, each over one panel of
+``tile_size`` rows, plus O(P / 8) tree-reduction tasks and a few tiny
+bookkeeping tasks: about 7.5 P tasks per iteration (measured: n = 6400,
+tile_size = 100 gives 472 tasks for epsilon, 536 for k-NN), so the graph
+grows linearly in n / tile_size, never quadratically.  No task holds more
+than about ``tile_size^2`` pair values (the k-NN pass handles its panel in
+sub-panels of ``tile_size^2 // n`` full rows).  Only scalars and d-vectors
+travel back to the client.
 """
 
 from __future__ import annotations
@@ -113,8 +117,7 @@ class TiledEngine:
             stats = c.submit(_concat, *counts)
             nb = c.submit(_neighbourhood_from_counts, stats, n, d, lam)
         else:
-            knn_rows = max(1, min(n, tile * tile // n))
-            kth = [c.submit(passes.panel_kth_distance, X, a, b, k) for a, b in panels(n, knn_rows)]
+            kth = [c.submit(passes.panel_kth_distance, X, a, b, k, tile * tile) for a, b in parts]
             m = float(tree_reduce(c, _max, [c.submit(_second, f) for f in kth]).result())
             kth_all = c.submit(_concat, *[c.submit(_first, f) for f in kth])
             nb = c.submit(_neighbourhood_from_kth, kth_all, m, n, d, k)

@@ -43,16 +43,23 @@ def panel_counts(X, start: int, stop: int, tile: int, m: float, lam: float):
     return counts
 
 
-def panel_kth_distance(X, start: int, stop: int, k: int):
+def panel_kth_distance(X, start: int, stop: int, k: int, budget: int):
     """Absolute distance from each panel row to its k-th nearest other point, and the panel's max.
 
-    Holds a full ``(stop - start) x n`` row panel; the engine sizes panels so
-    that this stays within the tile budget.
+    Rows are handled in sub-panels of ``max(1, budget // n)`` full rows, so the
+    task never holds more than about ``budget`` distances however large n or
+    k (up to n - 1) is; np.partition selects the (k+1)-th smallest entry of
+    each row (the row includes the point's own zero distance).
     """
     xp = kernels.namespace(X)
-    S = kernels.distances(X[start:stop], X)
-    kth = xp.partition(S, k, axis=1)[:, k]
-    return kth, float(S.max())
+    n = X.shape[0]
+    kth = xp.empty(stop - start, dtype=X.dtype)
+    best = 0.0
+    for lo, hi in chunks(start, stop, max(1, budget // n)):
+        S = kernels.distances(X[lo:hi], X)
+        kth[lo - start : hi - start] = xp.partition(S, k, axis=1)[:, k]
+        best = max(best, float(S.max()))
+    return kth, best
 
 
 def panel_shift(X, start: int, stop: int, tile: int, m: float, radius, q):

@@ -70,7 +70,8 @@ def test_duplicates_constant_columns_and_identical_points(client):
     assert np.all(same == 0.0)
 
 
-def test_graph_grows_linearly_with_n(client):
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 30)])
+def test_graph_grows_linearly_with_n(client, estimator, k):
     """Tasks per iteration are proportional to the number of panels n / tile, not its square."""
     from distributed import get_task_stream
 
@@ -78,7 +79,35 @@ def test_graph_grows_linearly_with_n(client):
     for n in (400, 1600):
         X = _data(n, 2, seed=n)
         with get_task_stream(client) as ts:
-            cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=100)
+            cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=100,
+                   estimator=estimator, k=k)
         counts.append(len(ts.data))
     ratio = counts[1] / counts[0]
     assert ratio < 6, counts  # 4x the panels; a quadratic graph would give ~16x
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2000)])
+def test_memory_per_task_is_bounded_by_the_tile(estimator, k):
+    """Run each pass's task body for one panel in this process and trace its allocations.
+
+    n = 4000 would need 128 MB for one n x n float64 matrix; a task with
+    tile 100 may hold only a few tile^2 (80 kB) temporaries plus O(n d).
+    """
+    import tracemalloc
+
+    from cdfts_dask import passes
+
+    n, tile = 4000, 100
+    X = np.random.default_rng(0).uniform(size=(n, 3))
+    tracemalloc.start()
+    if estimator == "epsilon":
+        m = passes.panel_max_distance(X, 0, tile, tile)
+        passes.panel_counts(X, 0, tile, tile, m, 0.1)
+        radius, q = np.full(n, 0.1), np.full(n, 0.5)
+    else:
+        kth, m = passes.panel_kth_distance(X, 0, tile, k, tile * tile)
+        radius, q = np.full(n, kth.mean() / m), np.full(n, 0.5)
+    passes.panel_shift(X, 0, tile, tile, m, radius, q)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2_000_000, peak
