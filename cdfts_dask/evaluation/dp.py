@@ -50,13 +50,22 @@ def peaks(D: np.ndarray, rho: np.ndarray) -> Peaks:
 
 
 def link(pk: Peaks, centres: np.ndarray) -> np.ndarray:
-    """Label centres 0..c-1 and let every other point inherit its parent's label, in rank order."""
-    labels = np.full(len(pk.rho), -1, dtype=np.int64)
-    labels[centres] = np.arange(len(centres))
-    for i in pk.order:
-        if labels[i] < 0:
-            labels[i] = labels[pk.parent[i]]
-    return labels
+    """Label centres 0..c-1; every other point inherits its parent's label (the label of the
+    centre reached by following parents), computed by pointer jumping."""
+    n = len(pk.rho)
+    root = pk.parent.copy()
+    root[centres] = centres
+    top = pk.order[0]
+    if root[top] < 0:  # the densest point is always a centre in practice; keep the chain closed
+        root[top] = top
+    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2)))) + 1)):
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    lab_of = np.full(n, -1, dtype=np.int64)
+    lab_of[centres] = np.arange(len(centres))
+    return lab_of[root]
 
 
 def choose_centres(pk: Peaks, c: int) -> np.ndarray:

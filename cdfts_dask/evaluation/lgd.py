@@ -28,11 +28,13 @@ from .dp import peaks
 
 
 def knn_indices(D: np.ndarray, k: int) -> np.ndarray:
-    """Indices of each row's k nearest *other* points (n x k)."""
+    """Indices of each row's k nearest *other* points, nearest first (n x k)."""
     Dx = D.copy()
     np.fill_diagonal(Dx, np.inf)
     k = min(k, D.shape[0] - 1)
-    return np.argpartition(Dx, k - 1, axis=1)[:, :k]
+    part = np.argpartition(Dx, k - 1, axis=1)[:, :k]
+    order = np.argsort(np.take_along_axis(Dx, part, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1)
 
 
 def local_gap_density(D: np.ndarray, nn: np.ndarray) -> np.ndarray:
@@ -42,10 +44,14 @@ def local_gap_density(D: np.ndarray, nn: np.ndarray) -> np.ndarray:
         return nn.shape[1] / mean
 
 
-def lgd(D: np.ndarray, k: int, tau: float, c: int) -> np.ndarray:
-    """LGD labels (every point labelled) for k neighbours, core threshold tau and c clusters."""
+def lgd(D: np.ndarray, k: int, tau: float, c: int, nn: np.ndarray | None = None) -> np.ndarray:
+    """LGD labels (every point labelled) for k neighbours, core threshold tau and c clusters.
+
+    ``nn`` may hold precomputed :func:`knn_indices` for any k' >= k (its first k columns are used).
+    """
     n = D.shape[0]
-    nn = knn_indices(D, k)
+    k = min(k, n - 1)
+    nn = knn_indices(D, k) if nn is None or nn.shape[1] < k else nn[:, :k]
     g = local_gap_density(D, nn)
     finite = np.isfinite(g)
     g = np.where(finite, g, 2.0 * g[finite].max() if finite.any() else 1.0)

@@ -29,7 +29,7 @@ from .dp import choose_centres, density, link, peaks
 from .grids import AnomalyGrid, ClusteringGrid, Grids
 from .inne import inne_scores
 from .knn import knn_scores
-from .lgd import lgd
+from .lgd import knn_indices, lgd
 from .metrics import ami, auc, f_measure
 from .representations import View, make_view
 
@@ -96,9 +96,10 @@ def search_clustering(D: np.ndarray, y: np.ndarray, grid: ClusteringGrid,
             if rho.min() == n:  # every point sees every point: larger eps changes nothing
                 break
     if "LGD" in algorithms:
+        nn = knn_indices(D, max(grid.lgd_k))
         for k in grid.lgd_k:
             for tau in grid.lgd_tau:
-                labels = lgd(D, min(k, n - 1), tau, n_classes)
+                labels = lgd(D, min(k, n - 1), tau, n_classes, nn)
                 best["LGD"] = _better(best["LGD"], f_measure(y, labels), {"k": k, "tau": tau, "c": n_classes})
     return best  # type: ignore[return-value]
 
@@ -214,8 +215,8 @@ def _train_test(task: Task, X: np.ndarray, y: np.ndarray, records: dict[str, dic
     tr, te = halves(y)
     if task.spec.task == "anomaly" and task.transform == "cdfts":
         # the k-NN estimator's k scales with n: keep its fraction of the data
-        frac_task = Task(task.spec, task.transform, max(1, min(len(tr) - 1, round(task.tparam * len(tr) / len(y)))),
-                         task.max_n, task.train_test, task.grids)
+        k_half = max(1, min(len(tr) - 1, round(task.tparam * len(tr) / len(y))))
+        frac_task = Task(task.spec, task.transform, k_half, task.max_n, task.train_test, task.grids)
     else:
         frac_task = task
     view_tr = _view(frac_task, X[tr])

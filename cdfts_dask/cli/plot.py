@@ -1,0 +1,5 @@
+"""placeholder"""
+
+
+def register(sub) -> None:
+    pass
