@@ -21,22 +21,39 @@ def register(sub) -> None:
     p = sub.add_parser(
         "evaluate",
         help="reproduce the paper's best F-measure / best AUC tables",
-        description="Run DBSCAN, DP, EC, LGD (F-measure) and kNN, LOF, iForest, iNNE (ROC AUC) on the original, "
-        "ReScale, DScale and CDF-TS views of every dataset, with the paper's parameter grids, in parallel on Dask.",
+        description="Run DBSCAN, DP, EC, LGD (F-measure) and kNN, LOF, iForest, iNNE (ROC AUC) "
+        "on the original, ReScale, DScale and CDF-TS views of every dataset, with the paper's parameter grids, "
+        "in parallel on Dask.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--datasets", default=None,
-                   help="directory laid out like ../shared/datasets (clustering/, anomaly/, synthetic/)")
-    p.add_argument("--data", action="append", default=[], metavar="FILE",
-                   help="a labelled CSV/.npy/.zarr file to evaluate (repeatable); see --task and --label")
-    p.add_argument("--task", choices=["clustering", "anomaly"], default="clustering",
-                   help="task for --data files (anomaly labels: 1 = anomaly)")
+    p.add_argument(
+        "--datasets",
+        default=None,
+        help="directory laid out like ../shared/datasets (clustering/, anomaly/, synthetic/)",
+    )
+    p.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a labelled CSV/.npy/.zarr file to evaluate (repeatable); see --task and --label",
+    )
+    p.add_argument(
+        "--task",
+        choices=["clustering", "anomaly"],
+        default="clustering",
+        help="task for --data files (anomaly labels: 1 = anomaly)",
+    )
     p.add_argument("--label", default="label", help="label column of --data files (name or index, -1 = last)")
     p.add_argument("--only", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--out", default="evaluation-results", help="output directory")
     p.add_argument("--eps-step", type=float, default=0.01, help="step of the eps grid over (0, 1]")
-    p.add_argument("--max-n", type=int, default=2500,
-                   help="clustering datasets larger than this are stratified-subsampled (dense O(n^2) views)")
+    p.add_argument(
+        "--max-n",
+        type=int,
+        default=2500,
+        help="clustering datasets larger than this are stratified-subsampled (dense O(n^2) views)",
+    )
     p.add_argument("--max-n-anomaly", type=int, default=6000, help="the same for anomaly datasets")
     p.add_argument("--no-train-test", action="store_true", help="skip the train/test protocol")
     p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
@@ -102,8 +119,11 @@ def run(args) -> int:
             if not args.quiet:
                 t = futures[fut]
                 scores = " ".join(f"{r['algorithm']}={r['score']:.3f}" for r in recs)
-                print(f"[{done:4d}/{len(tasks)}] {time.perf_counter() - tic:7.1f} s  {t.label}: {scores}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[{done:4d}/{len(tasks)}] {time.perf_counter() - tic:7.1f} s  {t.label}: {scores}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     elapsed = time.perf_counter() - tic
     rows = report.summarise(records)
     _write(out / "records.json", json.dumps(records, default=float, indent=1))

@@ -54,15 +54,23 @@ def shared_specs(root) -> list[DatasetSpec]:
     if not root.is_dir():
         raise ValueError(f"datasets directory not found: {str(root)!r}")
     specs = [DatasetSpec(p.stem, "clustering", str(p)) for p in sorted((root / "clustering").glob("*.csv"))]
-    specs += [DatasetSpec(n, "clustering", str(root / "synthetic" / f"{n}.csv")) for n in CLUSTERING_SYNTHETIC
-              if (root / "synthetic" / f"{n}.csv").exists()]
+    specs += [
+        DatasetSpec(n, "clustering", str(root / "synthetic" / f"{n}.csv"))
+        for n in CLUSTERING_SYNTHETIC
+        if (root / "synthetic" / f"{n}.csv").exists()
+    ]
     specs += [DatasetSpec(p.stem, "anomaly", str(p)) for p in sorted((root / "anomaly").glob("*.csv"))]
-    specs += [DatasetSpec(short, "anomaly", str(root / "synthetic" / f"{f}.csv")) for f, short in ANOMALY_SYNTHETIC.items()
-              if (root / "synthetic" / f"{f}.csv").exists()]
+    specs += [
+        DatasetSpec(short, "anomaly", str(root / "synthetic" / f"{f}.csv"))
+        for f, short in ANOMALY_SYNTHETIC.items()
+        if (root / "synthetic" / f"{f}.csv").exists()
+    ]
     return specs
 
 
-def subsample(X: np.ndarray, y: np.ndarray, max_n: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def subsample(
+    X: np.ndarray, y: np.ndarray, max_n: int | None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """A stratified random subset of ``max_n`` points (all points when n <= max_n or max_n is None)."""
     if max_n is None or len(y) <= max_n:
         return X, y

@@ -24,7 +24,9 @@ def f_measure(labels_true, labels_pred, noise: int = NOISE) -> float:
     y = np.asarray(labels_true)
     p = np.asarray(labels_pred)
     if y.shape != p.shape or y.ndim != 1:
-        raise ValueError(f"labels_true and labels_pred must be 1-D of equal length, got {y.shape} and {p.shape}")
+        raise ValueError(
+            f"labels_true and labels_pred must be 1-D of equal length, got {y.shape} and {p.shape}"
+        )
     classes, y_idx = np.unique(y, return_inverse=True)
     in_cluster = p != noise
     clusters, p_idx = np.unique(p[in_cluster], return_inverse=True)

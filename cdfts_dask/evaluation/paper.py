@@ -51,7 +51,7 @@ def _parse_f() -> dict[str, dict[str, dict[str, float]]]:
         name, *vals = line.split()
         nums = [float(v) for v in vals]
         out[name] = {
-            alg: dict(zip(TRANSFORM_ORDER, nums[4 * i : 4 * i + 4]))
+            alg: dict(zip(TRANSFORM_ORDER, nums[4 * i : 4 * i + 4], strict=False))
             for i, alg in enumerate(("DBSCAN", "DP", "EC", "LGD"))
         }
     return out
@@ -66,7 +66,7 @@ def _parse_auc() -> dict[str, dict[str, dict[str, float]]]:
             "LOF": {"original": nums[0]},
             "iForest": {"original": nums[1]},
             "iNNE": {"original": nums[2]},
-            "kNN": dict(zip(TRANSFORM_ORDER, nums[3:7])),
+            "kNN": dict(zip(TRANSFORM_ORDER, nums[3:7], strict=False)),
         }
     return out
 
@@ -76,8 +76,20 @@ AUC = _parse_auc()
 
 #: datasets whose exact version is known (see ../shared/datasets/SOURCES.md)
 EXACT = {
-    "clustering": {"pendigits", "segment", "biodeg", "ilpd", "wilt", "musk", "libras", "dermatology", "seeds", "wine",
-                   "3L", "4C"},
+    "clustering": {
+        "pendigits",
+        "segment",
+        "biodeg",
+        "ilpd",
+        "wilt",
+        "musk",
+        "libras",
+        "dermatology",
+        "seeds",
+        "wine",
+        "3L",
+        "4C",
+    },
     "anomaly": {"pageblocks", "tomcat", "ant", "vowel", "dermatology", "syn1", "syn2"},
 }
 

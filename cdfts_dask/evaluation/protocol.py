@@ -65,8 +65,9 @@ def run_clustering(algorithm: str, D: np.ndarray, params: dict, n_classes: int) 
     raise ValueError(f"unknown clustering algorithm {algorithm!r}")
 
 
-def search_clustering(D: np.ndarray, y: np.ndarray, grid: ClusteringGrid,
-                      algorithms: Iterable[str] = CLUSTERING_ALGORITHMS) -> dict[str, Best]:
+def search_clustering(
+    D: np.ndarray, y: np.ndarray, grid: ClusteringGrid, algorithms: Iterable[str] = CLUSTERING_ALGORITHMS
+) -> dict[str, Best]:
     """Best F-measure and its parameters for each algorithm over the grid."""
     algorithms = set(algorithms)
     n = len(y)
@@ -88,8 +89,9 @@ def search_clustering(D: np.ndarray, y: np.ndarray, grid: ClusteringGrid,
                 for c in grid.dp_centres:
                     if c > n:
                         break
-                    best["DP"] = _better(best["DP"], f_measure(y, link(pk, choose_centres(pk, c))),
-                                         {"eps": eps, "c": c})
+                    best["DP"] = _better(
+                        best["DP"], f_measure(y, link(pk, choose_centres(pk, c))), {"eps": eps, "c": c}
+                    )
             if "EC" in algorithms:
                 labels = run_clustering("EC", D, {"eps": eps}, n_classes)
                 best["EC"] = _better(best["EC"], f_measure(y, labels), {"eps": eps})
@@ -107,8 +109,9 @@ def search_clustering(D: np.ndarray, y: np.ndarray, grid: ClusteringGrid,
 # ----------------------------------------------------------------- anomalies
 
 
-def search_anomaly(view: View, y: np.ndarray, grid: AnomalyGrid, algorithms: Iterable[str],
-                   ks: list[int] | None = None) -> dict[str, Best]:
+def search_anomaly(
+    view: View, y: np.ndarray, grid: AnomalyGrid, algorithms: Iterable[str], ks: list[int] | None = None
+) -> dict[str, Best]:
     """Best AUC and its parameters for each anomaly detector over the grid."""
     n = len(y)
     ks = grid.ks(n) if ks is None else ks
@@ -195,9 +198,17 @@ def run_task(task: Task, progress: Callable[[str], None] | None = None) -> list[
     view = _view(task, X)
     best = _search(task, view, y)
     records = {
-        alg: {"dataset": task.spec.name, "task": task.spec.task, "transform": task.transform,
-              "tparam": task.tparam, "algorithm": alg, "n": int(len(y)), "score": float(s),
-              "params": p, "n_iter": view.n_iter}
+        alg: {
+            "dataset": task.spec.name,
+            "task": task.spec.task,
+            "transform": task.transform,
+            "tparam": task.tparam,
+            "algorithm": alg,
+            "n": int(len(y)),
+            "score": float(s),
+            "params": p,
+            "n_iter": view.n_iter,
+        }
         for alg, (s, p) in best.items()
     }
     if task.spec.task == "clustering":

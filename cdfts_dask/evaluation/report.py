@@ -33,15 +33,25 @@ def summarise(records: list[dict]) -> list[dict]:
     for (task, ds, alg, tr), recs in sorted(groups.items()):
         best = max(recs, key=lambda r: r["score"])
         row = {
-            "task": task, "dataset": ds, "algorithm": alg, "transform": tr, "n": best["n"],
-            "score": best["score"], "tparam": best["tparam"], "params": best["params"],
-            "n_iter": best.get("n_iter", 0), "ami": best.get("ami"),
+            "task": task,
+            "dataset": ds,
+            "algorithm": alg,
+            "transform": tr,
+            "n": best["n"],
+            "score": best["score"],
+            "tparam": best["tparam"],
+            "params": best["params"],
+            "n_iter": best.get("n_iter", 0),
+            "ami": best.get("ami"),
         }
         with_tt = [r for r in recs if "train_score" in r]
         if with_tt:
             chosen = max(with_tt, key=lambda r: r["train_score"])
-            row.update(test_score=chosen["test_score"], train_tparam=chosen["tparam"],
-                       train_params=chosen["train_params"])
+            row.update(
+                test_score=chosen["test_score"],
+                train_tparam=chosen["tparam"],
+                train_params=chosen["train_params"],
+            )
         p = paper_value(task, ds, alg, tr)
         row["paper"] = p
         row["diff"] = None if p is None else row["score"] - p
@@ -65,7 +75,9 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
     cols = _columns(task)
     table = {(r["dataset"], r["algorithm"], r["transform"]): r for r in rows if r["task"] == task}
     datasets = sorted({d for d, _, _ in table}, key=lambda d: (d in ("3L", "4C", "syn1", "syn2"), d))
-    head = "| Data | " + " | ".join(f"{a} {SHORT[t]}" if a not in ORIGINAL_ONLY else a for a, t in cols) + " |"
+    head = (
+        "| Data | " + " | ".join(f"{a} {SHORT[t]}" if a not in ORIGINAL_ONLY else a for a, t in cols) + " |"
+    )
     lines = [head, "|" + "---|" * (len(cols) + 1)]
     wins = {c: 0 for c in cols}
     ours_all: dict[tuple, list[float]] = {c: [] for c in cols}
@@ -100,16 +112,38 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
         o, p = _mean(ours_p[c]), _mean(paper_p[c])
         avg.append("–" if o is None else f"{o:.3f}" + (f" ({p:.3f})" if with_paper and p is not None else ""))
     lines.append("| Average (datasets with a paper value) | " + " | ".join(avg) + " |")
-    lines.append("| Average (all datasets) | " + " | ".join(
-        "–" if _mean(ours_all[c]) is None else f"{_mean(ours_all[c]):.3f}" for c in cols) + " |")
-    lines.append("| #Top 1 | " + " | ".join(
-        str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols) + " |")
+    lines.append(
+        "| Average (all datasets) | "
+        + " | ".join("–" if _mean(ours_all[c]) is None else f"{_mean(ours_all[c]):.3f}" for c in cols)
+        + " |"
+    )
+    lines.append(
+        "| #Top 1 | "
+        + " | ".join(str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols)
+        + " |"
+    )
     return "\n".join(lines) + "\n"
 
 
 def csv_text(rows: list[dict]) -> str:
-    fields = ["task", "dataset", "algorithm", "transform", "n", "score", "paper", "diff", "exact_version",
-              "tparam", "params", "n_iter", "ami", "test_score", "train_tparam", "train_params"]
+    fields = [
+        "task",
+        "dataset",
+        "algorithm",
+        "transform",
+        "n",
+        "score",
+        "paper",
+        "diff",
+        "exact_version",
+        "tparam",
+        "params",
+        "n_iter",
+        "ami",
+        "test_score",
+        "train_tparam",
+        "train_params",
+    ]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
@@ -126,14 +160,18 @@ def csv_text(rows: list[dict]) -> str:
 
 
 def chosen_parameters(rows: list[dict]) -> dict:
-    """``{task: {dataset: {algorithm: {transform: {...}}}}}`` of the best-over-grid and train-chosen parameters."""
+    """``{task: {dataset: {algorithm: {transform: {...}}}}}`` of the best-over-grid
+    and train-chosen parameters."""
     out: dict = {}
     for r in rows:
         entry = {"score": r["score"], "view_param": r["tparam"], "params": r["params"]}
         if "test_score" in r:
-            entry.update(test_score=r["test_score"], train_view_param=r["train_tparam"],
-                         train_params=r["train_params"])
-        out.setdefault(r["task"], {}).setdefault(r["dataset"], {}).setdefault(r["algorithm"], {})[r["transform"]] = entry
+            entry.update(
+                test_score=r["test_score"], train_view_param=r["train_tparam"], train_params=r["train_params"]
+            )
+        out.setdefault(r["task"], {}).setdefault(r["dataset"], {}).setdefault(r["algorithm"], {})[
+            r["transform"]
+        ] = entry
     return out
 
 
@@ -142,5 +180,12 @@ def differences(rows: list[dict], threshold: float = 0.03) -> list[dict]:
     return [r for r in rows if r["diff"] is not None and abs(r["diff"]) > threshold]
 
 
-__all__ = ["summarise", "markdown_table", "csv_text", "chosen_parameters", "differences",
-           "CLUSTERING_ALGORITHMS", "ANOMALY_ALGORITHMS"]
+__all__ = [
+    "summarise",
+    "markdown_table",
+    "csv_text",
+    "chosen_parameters",
+    "differences",
+    "CLUSTERING_ALGORITHMS",
+    "ANOMALY_ALGORITHMS",
+]

@@ -58,8 +58,15 @@ def make_view(
         return View(relative(dscale(X, lam=lam, estimator=estimator, k=k)), None)
     if transform == "cdfts":
         P, info = cdf_ts(
-            X, lam=lam, delta=0.015, max_iter=100, estimator=estimator, k=k, method=cdfts_method,
-            client=client, return_info=True,
+            X,
+            lam=lam,
+            delta=0.015,
+            max_iter=100,
+            estimator=estimator,
+            k=k,
+            method=cdfts_method,
+            client=client,
+            return_info=True,
         )
         P = np.asarray(P)
         return View(relative(pairwise_distances(P)), P, info.n_iter)
