@@ -22,8 +22,8 @@ def register(sub) -> None:
         "evaluate",
         help="reproduce the paper's best F-measure / best AUC tables",
         description="Run DBSCAN, DP, EC, LGD (F-measure) and kNN, LOF, iForest, iNNE (ROC AUC) "
-        "on the original, ReScale, DScale and CDF-TS views of every dataset, with the paper's parameter grids, "
-        "in parallel on Dask.",
+        "on the original, ReScale, DScale and CDF-TS views of every dataset, with the paper's "
+        "parameter grids, in parallel on Dask.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
