@@ -107,6 +107,7 @@ def run(args) -> int:
     tasks.sort(key=lambda t: -min(Path(t.spec.path).stat().st_size, 10**9))  # big datasets first
     tic = time.perf_counter()
     records: list[dict] = []
+    (out / "records.jsonl").unlink(missing_ok=True)
     from distributed import as_completed
 
     with get_client(args.scheduler, args.workers) as client:
@@ -116,6 +117,9 @@ def run(args) -> int:
         for done, fut in enumerate(as_completed(futures), 1):
             recs = fut.result()
             records.extend(recs)
+            with open(out / "records.jsonl", "a") as fh:  # partial results survive an interrupted run
+                for rec in recs:
+                    fh.write(json.dumps(rec, default=float) + "\n")
             if not args.quiet:
                 t = futures[fut]
                 scores = " ".join(f"{r['algorithm']}={r['score']:.3f}" for r in recs)
