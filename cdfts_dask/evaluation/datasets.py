@@ -1,0 +1,91 @@
+"""Labelled datasets: the paper's collection in ``../shared/datasets`` and any user table.
+
+A dataset is a table of numeric feature columns plus a label column
+(``label`` by default; CSV, .npy or Zarr via :func:`cdfts_dask.inputs.read_table`).
+Clustering labels are class ids; anomaly labels are 1 = anomaly, 0 = normal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..inputs import read_table
+
+CLUSTERING_SYNTHETIC = ("3L", "4C")
+ANOMALY_SYNTHETIC = {"syn1_anomaly": "syn1", "syn2_anomaly": "syn2"}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    task: str  # "clustering" or "anomaly"
+    path: str
+    label: str | int = "label"
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}/{self.name}"
+
+
+def load_labelled(path, label: str | int = "label") -> tuple[np.ndarray, np.ndarray]:
+    """Points (float64) and integer labels 0..K-1 (by sorted label value) of a labelled table.
+
+    ``label`` is a header name or a column index (-1 = last, the only choice for
+    header-less CSV, .npy and Zarr inputs).
+    """
+    X, labels, _ = read_table(path, label_column=label, name=str(path))
+    if labels is None:
+        raise ValueError(f"{path}: no label column {label!r}")
+    values = np.asarray(labels)
+    try:
+        values = values.astype(np.float64)
+    except (TypeError, ValueError):
+        values = values.astype(str)
+    _, y = np.unique(values, return_inverse=True)
+    return np.asarray(X, dtype=np.float64), y.astype(np.int64)
+
+
+def shared_specs(root) -> list[DatasetSpec]:
+    """Every dataset of the shared collection (see its SOURCES.md), clustering first."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"datasets directory not found: {str(root)!r}")
+    specs = [DatasetSpec(p.stem, "clustering", str(p)) for p in sorted((root / "clustering").glob("*.csv"))]
+    specs += [
+        DatasetSpec(n, "clustering", str(root / "synthetic" / f"{n}.csv"))
+        for n in CLUSTERING_SYNTHETIC
+        if (root / "synthetic" / f"{n}.csv").exists()
+    ]
+    specs += [DatasetSpec(p.stem, "anomaly", str(p)) for p in sorted((root / "anomaly").glob("*.csv"))]
+    specs += [
+        DatasetSpec(short, "anomaly", str(root / "synthetic" / f"{f}.csv"))
+        for f, short in ANOMALY_SYNTHETIC.items()
+        if (root / "synthetic" / f"{f}.csv").exists()
+    ]
+    return specs
+
+
+def subsample(
+    X: np.ndarray, y: np.ndarray, max_n: int | None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified random subset of ``max_n`` points (all points when n <= max_n or max_n is None)."""
+    if max_n is None or len(y) <= max_n:
+        return X, y
+    from sklearn.model_selection import train_test_split
+
+    Xs, _, ys, _ = train_test_split(X, y, train_size=max_n, stratify=y, random_state=seed)
+    return Xs, ys
+
+
+def halves(y: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Index arrays of a stratified split into two halves of equal size (train, test)."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    counts = np.bincount(y)
+    strat = y if counts[counts > 0].min() >= 2 else None
+    train, test = train_test_split(idx, test_size=0.5, stratify=strat, random_state=seed)
+    return np.sort(train), np.sort(test)

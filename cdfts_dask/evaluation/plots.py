@@ -1,0 +1,115 @@
+"""Figures (matplotlib, Agg backend): CDF-TS iterations, convergence, MDS views.
+
+The density in the titles is the paper's ``Std(x) = sigma(pdf_eps(x in D))``:
+the standard deviation over the points of the epsilon-neighbourhood density
+``pdf_eps(x) = |{y : ||x - y|| <= eps}| / (n * V_d(eps))`` with ``V_d(eps)``
+the volume of the d-ball of radius eps, on the min-max normalised points
+(absolute distances, eps = 0.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..normalise import minmax_normalise  # noqa: E402
+from ..oracle import cdf_ts_dense, pairwise_distances  # noqa: E402
+
+
+def density_std(X: np.ndarray, eps: float = 0.1) -> float:
+    """``sigma(pdf_eps(x))`` over the rows of (already normalised) X."""
+    n, d = X.shape
+    counts = np.count_nonzero(pairwise_distances(X) <= eps, axis=1)
+    volume = math.pi ** (d / 2) / math.gamma(d / 2 + 1) * eps**d
+    return float(np.std(counts / (n * volume)))
+
+
+def iterate(X: np.ndarray, lam: float = 0.1, iterations: int = 5) -> list[np.ndarray]:
+    """The normalised points before and after each of ``iterations`` CDF-TS iterations (no early stop)."""
+    res = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=iterations, keep_steps=True)
+    return [minmax_normalise(X)[0]] + [s.X for s in res.steps]
+
+
+def scatter_iterations(
+    X: np.ndarray,
+    y: np.ndarray | None,
+    path,
+    lam: float = 0.1,
+    shown: tuple[int, ...] = (1, 3, 5),
+    eps: float = 0.1,
+    title: str = "",
+) -> list[float]:
+    """Scatter plots of 2-D data before and after the ``shown`` iterations; returns the density stds."""
+    if X.shape[1] != 2:
+        raise ValueError(f"scatter plots need 2-D data, got {X.shape[1]} columns")
+    states = iterate(X, lam, max(shown))
+    panels = [(0, "original")] + [(i, f"after {i} iteration{'s' if i > 1 else ''}") for i in shown]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.4))
+    stds = []
+    for ax, (i, name) in zip(axes, panels, strict=False):
+        P = states[i]
+        s = density_std(P, eps)
+        stds.append(s)
+        ax.scatter(P[:, 0], P[:, 1], c=y if y is not None else "k", s=3, cmap="tab10")
+        ax.set_title(f"{name}\nStd(x) = {s:.2f}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_aspect("equal")
+    fig.suptitle(f"{title} CDF-TS, lambda = {lam}".strip(), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return stds
+
+
+def convergence(
+    X: np.ndarray, path, lam: float = 0.1, iterations: int = 10, eps: float = 0.1, title: str = ""
+) -> tuple[list[float], list[float]]:
+    """Delta and the density std per iteration (iteration 0 = the normalised input)."""
+    res = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=iterations, keep_steps=True)
+    stds = [density_std(minmax_normalise(X)[0], eps)] + [density_std(s.X, eps) for s in res.steps]
+    fig, ax1 = plt.subplots(figsize=(5, 3.2))
+    it = np.arange(1, len(res.deltas) + 1)
+    ax1.plot(it, res.deltas, "o-", color="tab:blue", label="Delta")
+    ax1.axhline(0.015, color="tab:blue", ls=":", lw=1)
+    ax1.set_xlabel("iteration")
+    ax1.set_ylabel("Delta (mean |movement|)", color="tab:blue")
+    ax2 = ax1.twinx()
+    ax2.plot(np.arange(len(stds)), stds, "s--", color="tab:red")
+    ax2.set_ylabel(f"Std of eps-density (eps={eps})", color="tab:red")
+    ax1.set_title(f"{title} lambda = {lam}".strip(), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return list(res.deltas), stds
+
+
+def mds_views(
+    X: np.ndarray, y: np.ndarray, path, lam: float = 0.1, max_n: int = 500, seed: int = 0, title: str = ""
+) -> None:
+    """2-D metric MDS of the original and the CDF-TS distances, coloured by label
+    (like the paper's Wilt figure)."""
+    from sklearn.manifold import MDS
+
+    rng = np.random.default_rng(seed)
+    if len(y) > max_n:
+        idx = np.sort(rng.choice(len(y), size=max_n, replace=False))
+        X, y = X[idx], y[idx]
+    views = [("distance", minmax_normalise(X)[0]), ("CDF-TS", cdf_ts_dense(X, lam=lam, delta=0.015).X)]
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.5))
+    for ax, (name, P) in zip(axes, views, strict=False):
+        mds = MDS(n_components=2, dissimilarity="precomputed", random_state=seed, n_init=1, max_iter=200)
+        E = mds.fit_transform(pairwise_distances(P))
+        ax.scatter(E[:, 0], E[:, 1], c=y, s=4, cmap="tab10")
+        ax.set_title(f"MDS: {name}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"{title} (lambda = {lam})".strip(), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)

@@ -1,0 +1,251 @@
+"""Best-over-grid and train/test evaluation of one (dataset, view) pair.
+
+*Best over grid* (the paper's tables): every parameter combination of the
+algorithm (and of the view: lambda, or k for CDF-TS-kNN) is run on the whole
+dataset and the best F-measure / AUC is reported.
+
+*Train/test* (the paper's Discussion): the dataset is split into two
+stratified halves; parameters (including the view's) are chosen by the best
+score on the first half; the view is rebuilt on the second half and the
+algorithm run there once with those parameters; that score is reported.
+
+One call of :func:`run_task` covers one dataset, one view and one view
+parameter, and returns one record per algorithm; :mod:`.report` picks the
+best view parameter afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .baselines import iforest_scores, lof_scores
+from .datasets import DatasetSpec, halves, load_labelled, subsample
+from .dbscan import DBSCANSweep
+from .dp import choose_centres, density, link, peaks
+from .grids import AnomalyGrid, ClusteringGrid, Grids
+from .inne import inne_scores
+from .knn import knn_scores
+from .lgd import knn_indices, lgd
+from .metrics import ami, auc, f_measure
+from .representations import View, make_view
+
+CLUSTERING_ALGORITHMS = ("DBSCAN", "DP", "EC", "LGD")
+ANOMALY_ALGORITHMS = ("kNN", "LOF", "iForest", "iNNE")
+#: algorithms run on the original data only (as in the paper's AUC table)
+ORIGINAL_ONLY = ("LOF", "iForest", "iNNE")
+
+Best = tuple[float, dict]
+
+
+def _better(best: Best | None, score: float, params: dict) -> Best:
+    return (score, params) if best is None or score > best[0] else best
+
+
+# ---------------------------------------------------------------- clustering
+
+
+def run_clustering(algorithm: str, D: np.ndarray, params: dict, n_classes: int) -> np.ndarray:
+    """Labels of one clustering algorithm with the given parameters on the view's distances D."""
+    if algorithm == "DBSCAN":
+        return DBSCANSweep(D, params["minpts"]).labels(params["eps"])
+    if algorithm == "DP":
+        pk = peaks(D, density(D, params["eps"]))
+        return link(pk, choose_centres(pk, params["c"]))
+    if algorithm == "EC":
+        pk = peaks(D, density(D, params["eps"]))
+        centres = pk.delta > params["eps"]
+        centres[pk.order[0]] = True
+        return link(pk, np.flatnonzero(centres))
+    if algorithm == "LGD":
+        return lgd(D, params["k"], params["tau"], n_classes)
+    raise ValueError(f"unknown clustering algorithm {algorithm!r}")
+
+
+def search_clustering(
+    D: np.ndarray, y: np.ndarray, grid: ClusteringGrid, algorithms: Iterable[str] = CLUSTERING_ALGORITHMS
+) -> dict[str, Best]:
+    """Best F-measure and its parameters for each algorithm over the grid."""
+    algorithms = set(algorithms)
+    n = len(y)
+    n_classes = len(np.unique(y))
+    best: dict[str, Best | None] = dict.fromkeys(algorithms)
+    if "DBSCAN" in algorithms:
+        for minpts in grid.dbscan_minpts:
+            sweep = DBSCANSweep(D, minpts)
+            for eps in grid.eps:
+                labels = sweep.labels(eps)
+                best["DBSCAN"] = _better(best["DBSCAN"], f_measure(y, labels), {"eps": eps, "minpts": minpts})
+                if labels.min() == 0 and labels.max() == 0:  # one cluster, no noise: so for every larger eps
+                    break
+    if algorithms & {"DP", "EC"}:
+        for eps in grid.eps:
+            rho = density(D, eps)
+            pk = peaks(D, rho)
+            if "DP" in algorithms:
+                for c in grid.dp_centres:
+                    if c > n:
+                        break
+                    best["DP"] = _better(
+                        best["DP"], f_measure(y, link(pk, choose_centres(pk, c))), {"eps": eps, "c": c}
+                    )
+            if "EC" in algorithms:
+                labels = run_clustering("EC", D, {"eps": eps}, n_classes)
+                best["EC"] = _better(best["EC"], f_measure(y, labels), {"eps": eps})
+            if rho.min() == n:  # every point sees every point: larger eps changes nothing
+                break
+    if "LGD" in algorithms:
+        nn = knn_indices(D, max(grid.lgd_k))
+        for k in grid.lgd_k:
+            for tau in grid.lgd_tau:
+                labels = lgd(D, min(k, n - 1), tau, n_classes, nn)
+                best["LGD"] = _better(best["LGD"], f_measure(y, labels), {"k": k, "tau": tau, "c": n_classes})
+    return best  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------- anomalies
+
+
+def search_anomaly(
+    view: View, y: np.ndarray, grid: AnomalyGrid, algorithms: Iterable[str], ks: list[int] | None = None
+) -> dict[str, Best]:
+    """Best AUC and its parameters for each anomaly detector over the grid."""
+    n = len(y)
+    ks = grid.ks(n) if ks is None else ks
+    best: dict[str, Best | None] = {}
+    for alg in algorithms:
+        best[alg] = None
+        if alg == "kNN":
+            for k in ks:
+                best[alg] = _better(best[alg], auc(y, knn_scores(view.D, k)), {"k": k})
+        elif alg == "LOF":
+            for k in ks:
+                best[alg] = _better(best[alg], auc(y, lof_scores(view.points, k)), {"k": k})
+        elif alg in ("iForest", "iNNE"):
+            fn = iforest_scores if alg == "iForest" else inne_scores
+            for psi in grid.psi:
+                if psi > n and psi // 2 >= n:
+                    break
+                best[alg] = _better(best[alg], auc(y, fn(view.points, psi, grid.trees)), {"psi": psi})
+        else:
+            raise ValueError(f"unknown anomaly detector {alg!r}")
+    return best  # type: ignore[return-value]
+
+
+def run_anomaly(algorithm: str, view: View, params: dict, trees: int = 100) -> np.ndarray:
+    if algorithm == "kNN":
+        return knn_scores(view.D, min(params["k"], view.D.shape[0] - 1))
+    if algorithm == "LOF":
+        return lof_scores(view.points, params["k"])
+    if algorithm == "iForest":
+        return iforest_scores(view.points, params["psi"], trees)
+    if algorithm == "iNNE":
+        return inne_scores(view.points, params["psi"], trees)
+    raise ValueError(f"unknown anomaly detector {algorithm!r}")
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of parallel work: a dataset, a view and the view's parameter."""
+
+    spec: DatasetSpec
+    transform: str
+    tparam: float | int | None  # lambda (or k for CDF-TS-kNN); None for the original view
+    max_n: int | None = None
+    train_test: bool = True
+    grids: Grids = field(default_factory=Grids)
+
+    @property
+    def label(self) -> str:
+        p = "" if self.tparam is None else f" {self.tparam}"
+        return f"{self.spec.key} {self.transform}{p}"
+
+
+def _view(task: Task, X: np.ndarray) -> View:
+    if task.transform == "original":
+        return make_view(X, "original")
+    if task.spec.task == "anomaly" and task.transform == "cdfts":
+        return make_view(X, "cdfts", estimator="knn", k=int(task.tparam))
+    return make_view(X, task.transform, lam=float(task.tparam))
+
+
+def _algorithms(task: Task) -> tuple[str, ...]:
+    if task.spec.task == "clustering":
+        return CLUSTERING_ALGORITHMS
+    return ANOMALY_ALGORITHMS if task.transform == "original" else ("kNN",)
+
+
+def _search(task: Task, view: View, y: np.ndarray, k_scale: float = 1.0) -> dict[str, Best]:
+    if task.spec.task == "clustering":
+        return search_clustering(view.D, y, task.grids.clustering, _algorithms(task))
+    ks = None
+    if task.transform == "cdfts":  # the transform's k is the detector's k
+        ks = [int(task.tparam)]
+    return search_anomaly(view, y, task.grids.anomaly, _algorithms(task), ks)
+
+
+def run_task(task: Task, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Run one task; one record per algorithm (see :mod:`.report` for the fields)."""
+    tic = time.perf_counter()
+    X, y = load_labelled(task.spec.path, task.spec.label)
+    X, y = subsample(X, y, task.max_n)
+    view = _view(task, X)
+    best = _search(task, view, y)
+    records = {
+        alg: {
+            "dataset": task.spec.name,
+            "task": task.spec.task,
+            "transform": task.transform,
+            "tparam": task.tparam,
+            "algorithm": alg,
+            "n": int(len(y)),
+            "score": float(s),
+            "params": p,
+            "n_iter": view.n_iter,
+        }
+        for alg, (s, p) in best.items()
+    }
+    if task.spec.task == "clustering":
+        for alg in ("DP", "LGD"):
+            rec = records[alg]
+            rec["ami"] = ami(y, run_clustering(alg, view.D, rec["params"], len(np.unique(y))))
+    if task.train_test:
+        _train_test(task, X, y, records)
+    for rec in records.values():
+        rec["seconds"] = time.perf_counter() - tic
+    return list(records.values())
+
+
+def _train_test(task: Task, X: np.ndarray, y: np.ndarray, records: dict[str, dict]) -> None:
+    tr, te = halves(y)
+    if task.spec.task == "anomaly" and task.transform == "cdfts":
+        # the k-NN estimator's k scales with n: keep its fraction of the data
+        k_half = max(1, min(len(tr) - 1, round(task.tparam * len(tr) / len(y))))
+        frac_task = Task(task.spec, task.transform, k_half, task.max_n, task.train_test, task.grids)
+    else:
+        frac_task = task
+    view_tr = _view(frac_task, X[tr])
+    best_tr = _search(frac_task, view_tr, y[tr])
+    view_te = _view(frac_task, X[te])
+    for alg, (s, p) in best_tr.items():
+        rec = records[alg]
+        rec["train_score"] = float(s)
+        rec["train_params"] = p
+        if task.spec.task == "clustering":
+            labels = run_clustering(alg, view_te.D, p, len(np.unique(y[te])))
+            rec["test_score"] = f_measure(y[te], labels)
+        else:
+            p_te = dict(p)
+            if "k" in p_te:  # k is a fraction of n in the paper's grid; the halves have equal size
+                p_te["k"] = min(p_te["k"], len(te) - 1)
+            rec["test_score"] = auc(y[te], run_anomaly(alg, view_te, p_te, task.grids.anomaly.trees))
+
+
+def record_dict(obj) -> dict:
+    return asdict(obj)

@@ -1,0 +1,191 @@
+"""Turn task records into the paper-style tables (Markdown, CSV) and the chosen-parameter JSON.
+
+For each (dataset, algorithm, view):
+
+* ``best``: the largest score over the algorithm's grid *and* the view's
+  parameter (lambda, or k for CDF-TS-kNN) -- the paper's protocol;
+* ``test``: the test-half score of the view parameter whose best train-half
+  score is largest (train/test protocol).
+
+The Markdown table shows ``ours (paper)`` per cell, an average row (over the
+datasets that have a paper value, and over all datasets) and the count of
+wins (#top 1, ties counted for every tied view) per algorithm.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .paper import EXACT, TRANSFORM_ORDER, paper_value
+from .protocol import ANOMALY_ALGORITHMS, CLUSTERING_ALGORITHMS, ORIGINAL_ONLY
+
+SHORT = {"original": "Orig", "rescale": "ReS", "dscale": "DS", "cdfts": "CDF-TS"}
+
+
+def summarise(records: list[dict]) -> list[dict]:
+    """One row per (task, dataset, algorithm, transform) with best / train-test scores and paper value."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["task"], r["dataset"], r["algorithm"], r["transform"]), []).append(r)
+    rows = []
+    for (task, ds, alg, tr), recs in sorted(groups.items()):
+        best = max(recs, key=lambda r: r["score"])
+        row = {
+            "task": task,
+            "dataset": ds,
+            "algorithm": alg,
+            "transform": tr,
+            "n": best["n"],
+            "score": best["score"],
+            "tparam": best["tparam"],
+            "params": best["params"],
+            "n_iter": best.get("n_iter", 0),
+            "ami": best.get("ami"),
+        }
+        with_tt = [r for r in recs if "train_score" in r]
+        if with_tt:
+            chosen = max(with_tt, key=lambda r: r["train_score"])
+            row.update(
+                test_score=chosen["test_score"],
+                train_tparam=chosen["tparam"],
+                train_params=chosen["train_params"],
+            )
+        p = paper_value(task, ds, alg, tr)
+        row["paper"] = p
+        row["diff"] = None if p is None else row["score"] - p
+        row["exact_version"] = ds in EXACT.get(task, set())
+        rows.append(row)
+    return rows
+
+
+def _columns(task: str) -> list[tuple[str, str]]:
+    if task == "clustering":
+        return [(a, t) for a in CLUSTERING_ALGORITHMS for t in TRANSFORM_ORDER]
+    return [(a, "original") for a in ORIGINAL_ONLY] + [("kNN", t) for t in TRANSFORM_ORDER]
+
+
+def _mean(vals: list[float]) -> float | None:
+    return sum(vals) / len(vals) if vals else None
+
+
+def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: bool = True) -> str:
+    """Paper-style table for one task; ``key`` is ``score`` (best over grid) or ``test_score``."""
+    cols = _columns(task)
+    table = {(r["dataset"], r["algorithm"], r["transform"]): r for r in rows if r["task"] == task}
+    datasets = sorted({d for d, _, _ in table}, key=lambda d: (d in ("3L", "4C", "syn1", "syn2"), d))
+    head = (
+        "| Data | " + " | ".join(f"{a} {SHORT[t]}" if a not in ORIGINAL_ONLY else a for a, t in cols) + " |"
+    )
+    lines = [head, "|" + "---|" * (len(cols) + 1)]
+    wins = {c: 0 for c in cols}
+    ours_all: dict[tuple, list[float]] = {c: [] for c in cols}
+    ours_p: dict[tuple, list[float]] = {c: [] for c in cols}
+    paper_p: dict[tuple, list[float]] = {c: [] for c in cols}
+    for ds in datasets:
+        cells = []
+        vals = {c: table.get((ds, *c), {}).get(key) for c in cols}
+        for alg in {a for a, _ in cols}:
+            group = [c for c in cols if c[0] == alg]
+            if len(group) > 1:
+                top = max((vals[c] for c in group if vals[c] is not None), default=None)
+                for c in group:
+                    if top is not None and vals[c] is not None and vals[c] >= top - 1e-12:
+                        wins[c] += 1
+        for c in cols:
+            r = table.get((ds, *c))
+            v = vals[c]
+            if v is None:
+                cells.append("–")
+                continue
+            ours_all[c].append(v)
+            p = r["paper"] if with_paper else None
+            if p is not None:
+                ours_p[c].append(v)
+                paper_p[c].append(p)
+            cells.append(f"{v:.2f}" + (f" ({p:.2f})" if p is not None else ""))
+        mark = "" if table.get((ds, *cols[0]), {}).get("exact_version", True) else "†"
+        lines.append(f"| {ds}{mark} | " + " | ".join(cells) + " |")
+    avg = []
+    for c in cols:
+        o, p = _mean(ours_p[c]), _mean(paper_p[c])
+        avg.append("–" if o is None else f"{o:.3f}" + (f" ({p:.3f})" if with_paper and p is not None else ""))
+    lines.append("| Average (datasets with a paper value) | " + " | ".join(avg) + " |")
+    lines.append(
+        "| Average (all datasets) | "
+        + " | ".join("–" if _mean(ours_all[c]) is None else f"{_mean(ours_all[c]):.3f}" for c in cols)
+        + " |"
+    )
+    lines.append(
+        "| #Top 1 | "
+        + " | ".join(str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols)
+        + " |"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: list[dict]) -> str:
+    fields = [
+        "task",
+        "dataset",
+        "algorithm",
+        "transform",
+        "n",
+        "score",
+        "paper",
+        "diff",
+        "exact_version",
+        "tparam",
+        "params",
+        "n_iter",
+        "ami",
+        "test_score",
+        "train_tparam",
+        "train_params",
+    ]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        out = dict(r)
+        for f in ("params", "train_params"):
+            if f in out:
+                out[f] = json.dumps(out[f], default=float, sort_keys=True)
+        for f in ("score", "paper", "diff", "ami", "test_score"):
+            if isinstance(out.get(f), float):
+                out[f] = f"{out[f]:.4f}"
+        w.writerow(out)
+    return buf.getvalue()
+
+
+def chosen_parameters(rows: list[dict]) -> dict:
+    """``{task: {dataset: {algorithm: {transform: {...}}}}}`` of the best-over-grid
+    and train-chosen parameters."""
+    out: dict = {}
+    for r in rows:
+        entry = {"score": r["score"], "view_param": r["tparam"], "params": r["params"]}
+        if "test_score" in r:
+            entry.update(
+                test_score=r["test_score"], train_view_param=r["train_tparam"], train_params=r["train_params"]
+            )
+        out.setdefault(r["task"], {}).setdefault(r["dataset"], {}).setdefault(r["algorithm"], {})[
+            r["transform"]
+        ] = entry
+    return out
+
+
+def differences(rows: list[dict], threshold: float = 0.03) -> list[dict]:
+    """Rows whose best score differs from the paper's by more than ``threshold``."""
+    return [r for r in rows if r["diff"] is not None and abs(r["diff"]) > threshold]
+
+
+__all__ = [
+    "summarise",
+    "markdown_table",
+    "csv_text",
+    "chosen_parameters",
+    "differences",
+    "CLUSTERING_ALGORITHMS",
+    "ANOMALY_ALGORITHMS",
+]

@@ -1,0 +1,93 @@
+"""Clustering and anomaly-detection algorithms on toy data with known answers."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from cdfts_dask.evaluation.dbscan import DBSCANSweep, dbscan, prim_mst
+from cdfts_dask.evaluation.dp import density, density_peaks, peaks
+from cdfts_dask.evaluation.ec import extreme_clustering
+from cdfts_dask.evaluation.inne import inne_scores
+from cdfts_dask.evaluation.knn import knn_scores
+from cdfts_dask.evaluation.lgd import lgd
+from cdfts_dask.evaluation.metrics import auc, f_measure
+from cdfts_dask.evaluation.representations import make_view, relative
+from cdfts_dask.oracle import pairwise_distances
+from tests.conftest import DATA, load_csv
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.3, (60, 2)), rng.normal(5, 0.3, (40, 2))])
+    y = np.repeat([0, 1], [60, 40])
+    return X, y, relative(pairwise_distances(X))
+
+
+def test_dp_hand_computed_line():
+    X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0]])
+    D = pairwise_distances(X)
+    rho = density(D, 1.0)
+    assert rho.tolist() == [2, 3, 2, 2, 2]
+    pk = peaks(D, rho)
+    assert pk.order[0] == 1 and pk.parent[1] == -1 and pk.delta[1] == 10.0
+    assert pk.parent.tolist()[0] == 1 and pk.parent[2] == 1
+    assert pk.parent[3] == 2 and pk.delta[3] == 8.0  # nearest denser-ranked point of 10 is 2
+    labels = density_peaks(D, 1.0, 2)
+    assert labels[0] == labels[1] == labels[2] != labels[3] == labels[4]
+
+
+def test_dp_ec_lgd_recover_two_blobs(blobs):
+    X, y, D = blobs
+    assert f_measure(y, density_peaks(D, 0.1, 2)) == 1.0
+    assert f_measure(y, extreme_clustering(D, 0.3)) == 1.0
+    assert f_measure(y, lgd(D, 6, 0.5, 2)) == 1.0
+
+
+def test_dbscan_sweep_matches_scikit_learn():
+    X, y = load_csv(DATA / "4C.csv")
+    D = make_view(X[::3], "original").D
+    for minpts in (2, 5, 10):
+        sweep = DBSCANSweep(D, minpts)
+        for eps in (0.01, 0.03, 0.06, 0.2):
+            ref, ours = dbscan(D, eps, minpts), sweep.labels(eps)
+            core = np.count_nonzero(D <= eps, axis=1) >= minpts
+            assert adjusted_rand_score(ref[core], ours[core]) == 1.0  # core points: identical partition
+            assert np.array_equal(ref == -1, ours == -1)  # same noise
+            for j in np.flatnonzero(~core & (ours >= 0)):  # a border point joins a core neighbour's cluster
+                assert (core & (D[:, j] <= eps) & (ours == ours[j])).any()
+
+
+def test_dbscan_noise_and_rows_as_neighbourhoods():
+    # asymmetric: row 0 sees 1 and 2 close; rows 1, 2 see nothing but themselves
+    D = np.array([[0.0, 0.1, 0.1, 0.9], [0.5, 0.0, 0.5, 0.9], [0.5, 0.5, 0.0, 0.9], [0.9, 0.9, 0.9, 0.0]])
+    labels = DBSCANSweep(D, 3).labels(0.2)
+    assert labels[0] == labels[1] == labels[2] == 0 and labels[3] == -1
+    assert np.array_equal(dbscan(D, 0.2, 3), labels)
+
+
+def test_prim_mst_total_weight():
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    W = pairwise_distances(np.random.default_rng(1).random((30, 3)))
+    _, _, w = prim_mst(W)
+    assert w.sum() == pytest.approx(minimum_spanning_tree(W).sum())
+
+
+def test_knn_scores_hand_computed():
+    D = pairwise_distances(np.array([[0.0], [1.0], [2.0], [10.0]]))
+    assert knn_scores(D, 1).tolist() == [1.0, 1.0, 1.0, 8.0]
+    assert knn_scores(D, 2).tolist() == [2.0, 1.0, 2.0, 9.0]
+    with pytest.raises(ValueError):
+        knn_scores(D, 4)
+
+
+def test_inne_scores_anomalies_higher():
+    rng = np.random.default_rng(0)
+    normal = rng.normal(0, 1, (200, 2))
+    anomalies = np.array([[6.0, 6.0], [-6.0, 5.0], [7.0, -6.0]])
+    X = np.vstack([normal, anomalies])
+    y = np.r_[np.zeros(200), np.ones(3)]
+    s = inne_scores(X, psi=16, t=50)
+    assert s[200:].min() > np.quantile(s[:200], 0.95)
+    assert auc(y, s) > 0.97
