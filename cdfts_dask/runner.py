@@ -147,6 +147,7 @@ class TiledBackend:
         self.client.submit(store.write_output_zarr, path, X, attrs).result()
 
 
+@store.locked_checkpoint  # reliability: one run per checkpoint store at a time
 def run(
     backend,
     X,

@@ -55,7 +55,10 @@ def _progress(report) -> None:
 def run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
-    X, labels, header = read_table(args.input, label_column=args.label, name="input")
+    if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
+        X, labels, header = args.input, None, None
+    else:
+        X, labels, header = read_table(args.input, label_column=args.label, name="input")
     method = args.method
     if method == "auto" and (args.scheduler or args.workers):
         method = "tiled"
@@ -64,12 +67,13 @@ def run(args) -> int:
         X, lam=args.lam, delta=args.delta, max_iter=args.max_iter, estimator=args.estimator, k=args.k,
         method=method, client=args.scheduler, tile_size=args.tile_size, checkpoint=args.checkpoint,
         resume=args.resume, n_workers=args.workers, progress=None if args.quiet else _progress,
-        return_info=True,
+        return_info=True, output=_worker_output(args, labels),
     )
     label_name = "label"
     if labels is not None and header is not None and isinstance(args.label, str) and not args.label.lstrip("-").isdigit():
         label_name = args.label
-    write_table(args.output, Y, labels, header, label_name)
+    if _worker_output(args, labels) is None:
+        write_table(args.output, Y, labels, header, label_name)
     if not args.quiet:
         state = "converged" if info.converged else "stopped at --max-iter"
         print(
@@ -78,3 +82,18 @@ def run(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+# -- reliability: keep large Zarr data off the client -------------------------------------------------
+
+
+def _workers_read(args) -> bool:
+    """A Zarr input without a label column goes to the tiled engine unread (workers load it)."""
+    from ..lazy import is_zarr_path
+
+    return args.label is None and args.method != "dense" and is_zarr_path(args.input)
+
+
+def _worker_output(args, labels):
+    """A Zarr output without labels is written by a worker (atomically) rather than via the client."""
+    return args.output if labels is None and output_format(args.output) == ".zarr" else None
