@@ -26,7 +26,11 @@ def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
 def spawn_cli(*args) -> subprocess.Popen:
     """Start ``cdfts ...`` in its own session, so that it and its worker processes can be killed together."""
     return subprocess.Popen(
-        cdfts_cmd(*args), env=cli_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        cdfts_cmd(*args),
+        env=cli_env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,
     )
 
@@ -62,17 +66,47 @@ def free_port() -> int:
 
 @contextmanager
 def dask_processes(n_workers: int = 2):
-    """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1; always cleaned up."""
+    """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1 (cleaned up)."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     common = dict(env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1",
-                               "--port", str(port), "--no-dashboard"], **common)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+            ],
+            **common,
+        )
+    ]
     try:
         for _ in range(n_workers):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "dask", "worker", address, "--host", "127.0.0.1",
-                 "--nthreads", "1", "--no-dashboard", "--nworkers", "1"], **common))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "dask",
+                        "worker",
+                        address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--nworkers",
+                        "1",
+                    ],
+                    **common,
+                )
+            )
         yield address, procs
     finally:
         for p in reversed(procs):

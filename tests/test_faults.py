@@ -53,14 +53,26 @@ def test_worker_killed_mid_pass_gives_the_undisturbed_result(syn_X):
     from distributed import Client, LocalCluster
 
     expected, ref = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=4, method="dense", return_info=True)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster, Client(cluster) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+        ) as cluster,
+        Client(cluster) as c,
+    ):
         started, done, killed = threading.Event(), threading.Event(), []
         killer = threading.Thread(target=_kill_worker_mid_shift, args=(c, started, done, killed))
         killer.start()
         try:
-            got, info = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=4, method="tiled", client=c, tile_size=100,
-                                          progress=lambda r: started.set(), return_info=True)
+            got, info = cdfts_dask.cdf_ts(
+                syn_X,
+                delta=1e-12,
+                max_iter=4,
+                method="tiled",
+                client=c,
+                tile_size=100,
+                progress=lambda r: started.set(),
+                return_info=True,
+            )
         finally:
             done.set()
             killer.join()
@@ -75,12 +87,25 @@ def test_worker_killed_mid_pass_gives_the_undisturbed_result(syn_X):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", [["--method", "dense"], ["--workers", "1", "--tile-size", "750"]],
-                         ids=["dense", "tiled"])
+@pytest.mark.parametrize(
+    "engine", [["--method", "dense"], ["--workers", "1", "--tile-size", "750"]], ids=["dense", "tiled"]
+)
 def test_sigkilled_client_resumes_to_the_uninterrupted_result(tmp_path, syn_X, engine):
     ckpt, out = tmp_path / "run.zarr", tmp_path / "out.npy"
-    args = ["transform", SYN, out, "--label", "label", "--delta", "1e-12", "--max-iter", "6",
-            "--checkpoint", ckpt, *engine]
+    args = [
+        "transform",
+        SYN,
+        out,
+        "--label",
+        "label",
+        "--delta",
+        "1e-12",
+        "--max-iter",
+        "6",
+        "--checkpoint",
+        ckpt,
+        *engine,
+    ]
     proc = spawn_cli(*args)
     try:
         wait_for_line(proc, "iteration   2")
@@ -110,8 +135,9 @@ def test_half_written_iteration_is_discarded_and_redone(tmp_path, syn_X):
     half = group.require_group(store.iteration_key(4))  # a crash while writing iteration 4
     half.create_array("X", shape=syn_X.shape, dtype="f8", chunks=(100, 2))[:100] = 7.0
     group.require_group(store.iteration_key(5))
-    got, info = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=5, method="dense", checkpoint=ckpt, resume=True,
-                                  return_info=True)
+    got, info = cdfts_dask.cdf_ts(
+        syn_X, delta=1e-12, max_iter=5, method="dense", checkpoint=ckpt, resume=True, return_info=True
+    )
     expected, ref = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=5, method="dense", return_info=True)
     assert info.resumed_from == 3
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
@@ -206,7 +232,7 @@ def test_real_full_disk_cli(tiny_tmpfs, suffix):
     assert list(tiny_tmpfs.iterdir()) == []
 
 
-# -- two runs on the same store at once -----------------------------------------------------------------------
+# -- two runs on the same store at once ----------------------------------------------------------
 
 
 def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
@@ -225,11 +251,26 @@ def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
 @pytest.mark.slow
 def test_two_concurrent_cli_runs_on_one_store(tmp_path):
     ckpt = tmp_path / "run.zarr"
-    first = spawn_cli("transform", SYN, tmp_path / "a.npy", "--label", "label", "--delta", "1e-12",
-                      "--max-iter", "100", "--method", "dense", "--checkpoint", ckpt)
+    first = spawn_cli(
+        "transform",
+        SYN,
+        tmp_path / "a.npy",
+        "--label",
+        "label",
+        "--delta",
+        "1e-12",
+        "--max-iter",
+        "100",
+        "--method",
+        "dense",
+        "--checkpoint",
+        ckpt,
+    )
     try:
         wait_for_line(first, "iteration   1")
-        second = run_cli("transform", SYN, tmp_path / "b.npy", "--label", "label", "--checkpoint", ckpt, "--resume")
+        second = run_cli(
+            "transform", SYN, tmp_path / "b.npy", "--label", "label", "--checkpoint", ckpt, "--resume"
+        )
         assert first.poll() is None
     finally:
         kill_group(first)

@@ -23,8 +23,9 @@ def test_zarr_input_tiled_equals_dense(tmp_path, client):
     X = np.random.default_rng(1).random((300, 3))
     path = make_zarr(tmp_path / "in.zarr", X, 64)  # 5 chunks, read by 5 worker tasks
     ref = cdfts_dask.cdf_ts(X, max_iter=3, method="dense")
-    out = cdfts_dask.cdf_ts(path, max_iter=3, method="tiled", client=client, tile_size=100,
-                            output=tmp_path / "out.zarr")
+    out = cdfts_dask.cdf_ts(
+        path, max_iter=3, method="tiled", client=client, tile_size=100, output=tmp_path / "out.zarr"
+    )
     assert isinstance(out, zarr.Array)
     np.testing.assert_allclose(out[...], ref, rtol=0, atol=1e-9)
 
