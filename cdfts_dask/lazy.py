@@ -38,9 +38,13 @@ class LazyInput:
 
     def to_worker(self, client):
         """Future of the validated float64 array, assembled on a worker; raises the worker's error here."""
+        import uuid
+
         from distributed import wait
 
-        checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64)
+        # a fresh graph name per run: equal inputs must not share keys with a run still being released
+        name = f"cdfts-input-{uuid.uuid4().hex}"
+        checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64, name=name)
         future = client.compute(checked)
         wait(future)
         if future.status == "error":

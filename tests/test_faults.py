@@ -295,3 +295,15 @@ def test_lock_held_on_another_host_is_refused(tmp_path, syn_X):
     with pytest.raises(store.StoreLocked, match="some-other-node"):
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
     assert store.lock_path(ckpt).exists()  # not ours to remove
+
+
+# -- the same run repeated on one client ------------------------------------------------------------------
+
+
+def test_back_to_back_runs_on_equal_data_do_not_share_keys(client):
+    """Regression: equal input gave equal task keys, and a run could pick up keys the previous run was
+    still releasing ("FutureCancelledError ... lost dependencies", 4 failures in 6 before the fix)."""
+    X = np.full((6, 3), 42.0)
+    for estimator, k in [("epsilon", None), ("knn", 2)] * 4:
+        Y = cdfts_dask.cdf_ts(X, estimator=estimator, k=k, method="tiled", client=client)
+        np.testing.assert_array_equal(Y, np.zeros((6, 3)))
