@@ -11,6 +11,7 @@ from . import _validation as v
 from . import oracle, runner
 from .cluster import get_client
 from .inputs import is_path, load_points
+from .lazy import lazy_input
 from .normalise import minmax_normalise
 
 #: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
@@ -82,8 +83,9 @@ def cdf_ts(
         raise TypeError(f"resume must be True or False, got {resume!r}")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
-    points = load_points(X)
-    n, d = points.shape
+    lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
+    points = load_points(X) if lazy is None else None
+    n, d = points.shape if lazy is None else lazy.shape
     estimator, k = v.check_estimator(estimator, k, n)
     method = _choose_method(method, n, client, tile_size)
     args = dict(
@@ -98,12 +100,14 @@ def cdf_ts(
         progress=progress,
     )
     if method == "dense":
+        points = lazy.load() if points is None else points
         backend = runner.DenseBackend()
         result = runner.run(backend, points, **args)
         return _finish(backend, result, output, return_info)
     with get_client(client, n_workers) as c:
         backend = runner.TiledBackend(c, tile_size)
-        result = runner.run(backend, backend.put(points), **args)
+        handle = backend.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
+        result = runner.run(backend, handle, **args)
         return _finish(backend, result, output, return_info)
 
 

@@ -14,8 +14,18 @@ def column_span(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def minmax_normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``((X - lo) / (hi - lo), lo, hi)`` with ``lo``/``hi`` the column minima/maxima.
 
-    A constant column (``hi == lo``) becomes all zeros.
+    A constant column (``hi == lo``) becomes all zeros.  Columns whose range
+    overflows float64 (e.g. values near +-1e308) are normalised in halved
+    units, ``(X/2 - lo/2) / (hi/2 - lo/2)``, which cannot overflow; elsewhere
+    the plain formula is used so results are bit-for-bit unchanged.
     """
     lo = X.min(axis=0)
     hi = X.max(axis=0)
-    return (X - lo) / column_span(lo, hi), lo, hi
+    with np.errstate(over="ignore"):
+        span = hi - lo
+    if np.all(np.isfinite(span)):
+        return (X - lo) / column_span(lo, hi), lo, hi
+    wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
+    scale = np.where(wide, 0.5, 1.0)
+    lo_s, hi_s = lo * scale, hi * scale
+    return np.clip((X * scale - lo_s) / column_span(lo_s, hi_s), 0.0, 1.0), lo, hi

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -53,5 +54,20 @@ def write_table(
                     cells = [repr(float(x)) for x in row]
                     writer.writerow(cells + ([labels[i]] if labels is not None else []))
         os.replace(tmp, path)
+    except OSError as exc:
+        message = f"output: cannot write {str(path)!r}: {_write_error(exc, path.parent)}"
+        raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _write_error(exc: OSError, directory: Path) -> str:
+    """A readable reason for a failed write; short writes on a full disk say so."""
+    reason = exc.strerror or str(exc)
+    try:
+        full = os.statvfs(directory).f_bavail == 0
+    except OSError:
+        full = False
+    if full and exc.errno != errno.ENOSPC:
+        reason += " (no space left on device)"
+    return reason

@@ -116,7 +116,9 @@ class TiledBackend:
 
     def put(self, X):
         if isinstance(X, np.ndarray):
-            return self.client.scatter(X, broadcast=True)
+            # hash=False: a fresh key per run, so repeated runs on equal data never share (and race on)
+            # keys that the previous run is still releasing ("lost dependencies")
+            return self.client.scatter(X, broadcast=True, hash=False)
         return X  # already a future
 
     def normalise(self, X):
@@ -147,6 +149,7 @@ class TiledBackend:
         self.client.submit(store.write_output_zarr, path, X, attrs).result()
 
 
+@store.locked_checkpoint  # reliability: one run per checkpoint store at a time
 def run(
     backend,
     X,

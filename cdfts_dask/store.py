@@ -183,3 +183,120 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# -- reliability: one run per store at a time ---------------------------------------------------------
+
+
+class StoreLocked(FileExistsError):
+    """Another run holds the checkpoint store (its lock file exists and its owner may be alive)."""
+
+
+def lock_path(path) -> Path:
+    """The lock file of a checkpoint store: a sibling ``<store>.lock``."""
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a local process exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class StoreLock:
+    """An exclusive lock on a checkpoint store, held for the whole run.
+
+    The lock is a file created with ``O_CREAT | O_EXCL`` holding the owner's
+    pid, host and a random token.  A lock left by a dead process on this host
+    (a run killed with SIGKILL) is stale and is taken over; a lock held by a
+    live process, or by any process on another host, is refused with
+    :class:`StoreLocked` naming the store.  Released (only if still ours) on exit.
+    """
+
+    def __init__(self, path):
+        self.store = str(path)
+        self.file = lock_path(path)
+        self.token = uuid.uuid4().hex
+
+    def _create(self) -> bool:
+        import json
+        import socket
+        import time
+
+        try:
+            fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(), "token": self.token,
+                       "since": time.strftime("%Y-%m-%dT%H:%M:%S")}, fh)
+        return True
+
+    def owner(self) -> dict:
+        import json
+
+        try:
+            return json.loads(self.file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _stale(self, owner: dict) -> bool:
+        import socket
+
+        pid = owner.get("pid")
+        return owner.get("host") == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid)
+
+    def acquire(self) -> StoreLock:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            if self._create():
+                return self
+            owner = self.owner()
+            if not self._stale(owner):
+                if not self.file.exists():  # released meanwhile: try again
+                    continue
+                raise StoreLocked(
+                    f"checkpoint {self.store!r} is in use by another run (pid {owner.get('pid')} on host "
+                    f"{owner.get('host')!r} since {owner.get('since')}); wait for it to finish, or delete "
+                    f"{str(self.file)!r} if that run is dead"
+                )
+            self.file.unlink(missing_ok=True)  # stale: its owner died without releasing it
+        raise StoreLocked(f"checkpoint {self.store!r}: could not take the lock {str(self.file)!r}")
+
+    def release(self) -> None:
+        if self.owner().get("token") == self.token:
+            self.file.unlink(missing_ok=True)
+
+    def __enter__(self) -> StoreLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def locked_checkpoint(func):
+    """Decorator: run ``func`` holding :class:`StoreLock` on its ``checkpoint`` argument (when not None)."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        checkpoint = signature.bind(*args, **kwargs).arguments.get("checkpoint")
+        if checkpoint is None:
+            return func(*args, **kwargs)
+        with StoreLock(checkpoint):
+            return func(*args, **kwargs)
+
+    return wrapper

@@ -73,7 +73,10 @@ def _progress(report) -> None:
 def run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
-    X, labels, header = read_table(args.input, label_column=args.label, name="input")
+    if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
+        X, labels, header = args.input, None, None
+    else:
+        X, labels, header = read_table(args.input, label_column=args.label, name="input")
     method = args.method
     if method == "auto" and (args.scheduler or args.workers):
         method = "tiled"
@@ -93,6 +96,7 @@ def run(args) -> int:
         n_workers=args.workers,
         progress=None if args.quiet else _progress,
         return_info=True,
+        output=_worker_output(args, labels),
     )
     label_name = "label"
     if (
@@ -102,7 +106,8 @@ def run(args) -> int:
         and not args.label.lstrip("-").isdigit()
     ):
         label_name = args.label
-    write_table(args.output, Y, labels, header, label_name)
+    if _worker_output(args, labels) is None:
+        write_table(args.output, Y, labels, header, label_name)
     if not args.quiet:
         state = "converged" if info.converged else "stopped at --max-iter"
         print(
@@ -111,3 +116,18 @@ def run(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+# -- reliability: keep large Zarr data off the client -------------------------------------------------
+
+
+def _workers_read(args) -> bool:
+    """A Zarr input without a label column goes to the tiled engine unread (workers load it)."""
+    from ..lazy import is_zarr_path
+
+    return args.label is None and args.method != "dense" and is_zarr_path(args.input)
+
+
+def _worker_output(args, labels):
+    """A Zarr output without labels is written by a worker (atomically) rather than via the client."""
+    return args.output if labels is None and output_format(args.output) == ".zarr" else None

@@ -1,0 +1,104 @@
+"""Out-of-core input for the tiled engine: the workers read and validate, the client sees only metadata.
+
+For a Zarr path (or a ``dask.array.Array``) :func:`lazy_input` reads just the
+shape and dtype on the client.  :meth:`LazyInput.to_worker` then builds a
+chunk-wise Dask computation (one task per stored chunk) that checks every
+block for NaN / inf, casts it to float64, and concatenates the blocks *on a
+worker*; the client keeps only a future.  The client's memory therefore
+does not grow with n * d (see ``tests/test_out_of_core.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import check_shape
+from .inputs import is_path
+
+
+@dataclass
+class LazyInput:
+    """A point array that has not been read: a chunked dask array plus a name for messages."""
+
+    array: object  # dask.array.Array
+    name: str
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(int(s) for s in self.array.shape)
+
+    def load(self) -> np.ndarray:
+        """Read everything into this process (used by the dense path only)."""
+        from ._validation import check_points
+
+        return check_points(self.array.compute(), self.name)
+
+    def to_worker(self, client):
+        """Future of the validated float64 array, assembled on a worker; raises the worker's error here."""
+        import uuid
+
+        from distributed import wait
+
+        # a fresh graph name per run: equal inputs must not share keys with a run still being released
+        name = f"cdfts-input-{uuid.uuid4().hex}"
+        checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64, name=name)
+        future = client.compute(checked)
+        wait(future)
+        if future.status == "error":
+            raise future.exception()
+        client.replicate([future])  # worker to worker, like the broadcast scatter of in-memory input
+        return future
+
+
+def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
+    """Cast one block to float64 and reject NaN / inf, naming the global row and column."""
+    out = np.asarray(block, dtype=np.float64)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        (r0, _), (c0, _) = block_info[0]["array-location"] if block_info else ((0, 0), (0, 0))
+        raise ValueError(
+            f"{name} contains NaN or inf (first at row {r0 + i}, column {c0 + j}: {out[i, j]})"
+        )
+    return out
+
+
+def _check_dtype(dtype, name: str) -> None:
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {dtype}")
+
+
+def is_zarr_path(X) -> bool:
+    if not is_path(X):
+        return False
+    path = Path(X)
+    return path.suffix.lower() == ".zarr" or path.is_dir()
+
+
+def lazy_input(X, name: str = "X") -> LazyInput | None:
+    """A :class:`LazyInput` for a Zarr path or a dask array (metadata checked here), else None."""
+    import dask.array as da
+
+    if is_zarr_path(X):
+        import zarr
+
+        path = Path(X)
+        if not path.exists():
+            raise ValueError(f"{name}: file not found: {str(path)!r}")
+        try:
+            node = zarr.open(str(path), mode="r")
+        except Exception as exc:
+            raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
+        if not isinstance(node, zarr.Array):
+            raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
+        _check_dtype(node.dtype, name)
+        check_shape(tuple(node.shape), name)
+        return LazyInput(da.from_zarr(str(path)), name)
+    if isinstance(X, da.Array):
+        _check_dtype(X.dtype, name)
+        check_shape(tuple(X.shape), name)
+        return LazyInput(X, name)
+    return None

@@ -1,0 +1,120 @@
+"""Helpers for the fault tests: CLI subprocesses, process-group kills, a local Dask scheduler."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+from conftest import DATA, cli_env
+
+SYN = DATA / "syn.csv"
+
+
+def cdfts_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "cdfts_dask", *map(str, args)]
+
+
+def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(cdfts_cmd(*args), env=cli_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def spawn_cli(*args) -> subprocess.Popen:
+    """Start ``cdfts ...`` in its own session, so that it and its worker processes can be killed together."""
+    return subprocess.Popen(
+        cdfts_cmd(*args),
+        env=cli_env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Kill the process group of ``proc`` (started with ``start_new_session``) and reap it."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=60)
+
+
+def wait_for_line(proc: subprocess.Popen, prefix: str, timeout: float = 120) -> str:
+    """Read ``proc``'s stderr until a line starting with ``prefix``; fail if it ends first."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"process ended before {prefix!r}; stderr: {''.join(seen)[-2000:]}")
+        seen.append(line)
+        if line.strip().startswith(prefix):
+            return line
+    raise AssertionError(f"no {prefix!r} within {timeout} s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def dask_processes(n_workers: int = 2):
+    """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1 (cleaned up)."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    common = dict(env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+            ],
+            **common,
+        )
+    ]
+    try:
+        for _ in range(n_workers):
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "dask",
+                        "worker",
+                        address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--nworkers",
+                        "1",
+                    ],
+                    **common,
+                )
+            )
+        yield address, procs
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=20)

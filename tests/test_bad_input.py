@@ -1,0 +1,293 @@
+"""Malformed input and out-of-range parameters: a one-line error naming the problem, via the API and the CLI.
+
+Every case is checked through the API (exception type and message) and the
+CLI (exit status 2, exactly one stderr line, no traceback, no output file).
+Property-based tests check that valid input never yields NaN / inf and
+always lands in [0, 1]^d, on the dense and tiled paths with both estimators.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from faultkit import run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import cdfts_dask
+from cdfts_dask.cli import main as cli_main
+
+zarr = pytest.importorskip("zarr")
+
+
+def _csv(text: str):
+    def make(path):
+        path = path / "in.csv"
+        path.write_text(text)
+        return path
+
+    return make
+
+
+def _npy(values):
+    def make(path):
+        path = path / "in.npy"
+        np.save(path, values)
+        return path
+
+    return make
+
+
+def _raw(name: str, data: bytes):
+    def make(path):
+        path = path / name
+        path.write_bytes(data)
+        return path
+
+    return make
+
+
+def _zarr_group(path):
+    group = zarr.open_group(str(path / "in.zarr"), mode="w")
+    group.create_array("x", shape=(3, 2), dtype="f8")
+    return path / "in.zarr"
+
+
+def _zarr_nan(path):
+    arr = zarr.create_array(str(path / "in.zarr"), shape=(4, 2), dtype="f8", chunks=(2, 2))
+    arr[...] = np.array([[0, 1], [2, 3], [np.nan, 1], [1, 1.0]])
+    return path / "in.zarr"
+
+
+def _dir_not_zarr(path):
+    (path / "in.zarr").mkdir()
+    return path / "in.zarr"
+
+
+#: name -> (make input file under tmp_path, exception type via the API, regex naming the problem)
+BAD_FILES = {
+    "nan": (_csv("a,b\n1,2\nnan,3\n4,5\n"), ValueError, r"NaN or inf .*row 1, column 0: nan"),
+    "inf": (_csv("1,2\n3,inf\n4,5\n"), ValueError, r"NaN or inf .*inf"),
+    "minus-inf": (_csv("1,2\n3,-inf\n4,5\n"), ValueError, r"NaN or inf .*-inf"),
+    "string-in-numeric-column": (_csv("a,b\n1,2\n3,x\n4,5\n"), TypeError, r"non-numeric value 'x' at row 2"),
+    "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"line 2 has 1 fields, expected 2"),
+    "empty-file": (_csv(""), ValueError, r"is empty"),
+    "blank-lines-only": (_csv("\n\n  \n"), ValueError, r"is empty"),
+    "header-only": (_csv("a,b\n"), ValueError, r"0 row\(s\).*n >= 2"),
+    "one-row": (_csv("1,2\n"), ValueError, r"1 row\(s\).*n >= 2"),
+    "zero-columns": (_npy(np.zeros((5, 0))), ValueError, r"zero columns"),
+    "rank-1": (_npy(np.arange(5.0)), ValueError, r"2-dimensional.*\(5,\)"),
+    "rank-3": (_npy(np.zeros((3, 2, 2))), ValueError, r"2-dimensional.*\(3, 2, 2\)"),
+    "string-dtype-npy": (
+        _npy(np.array([["a", "b"], ["c", "d"]])),
+        TypeError,
+        r"must be numeric, got dtype <U1",
+    ),
+    "complex-npy": (_npy(np.ones((3, 2), complex)), TypeError, r"must be numeric, got dtype complex128"),
+    "corrupt-npy": (_raw("in.npy", b"\x93NUMPY garbage"), ValueError, r"cannot read .* as \.npy"),
+    "binary-csv": (_raw("in.csv", b"\xff\xfe\x00\x81\x00"), ValueError, r"cannot read"),
+    "zarr-group-not-array": (_zarr_group, ValueError, r"is a Zarr group, not an array"),
+    "zarr-with-nan": (_zarr_nan, ValueError, r"NaN or inf .*row 2, column 0"),
+    "directory-not-zarr": (_dir_not_zarr, ValueError, r"cannot open .* as Zarr"),
+    "missing-file": (lambda p: p / "missing.csv", ValueError, r"file not found"),
+}
+
+
+def assert_one_line_error(code: int, err: str, pattern: str) -> None:
+    import re
+
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("cdfts transform: error: ") and "Traceback" not in err
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_file_api(tmp_path, case):
+    make, exc_type, pattern = BAD_FILES[case]
+    with pytest.raises(exc_type, match=pattern):
+        cdfts_dask.cdf_ts(make(tmp_path), max_iter=1)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_file_cli(tmp_path, capsys, case):
+    make, _, pattern = BAD_FILES[case]
+    out = tmp_path / "out.csv"
+    code = cli_main(["transform", str(make(tmp_path)), str(out), "--quiet"])
+    assert_one_line_error(code, capsys.readouterr().err, pattern)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["nan", "ragged-rows", "zarr-group-not-array"])
+def test_bad_file_cli_subprocess_has_no_traceback(tmp_path, case):
+    make, _, pattern = BAD_FILES[case]
+    res = run_cli("transform", make(tmp_path), tmp_path / "out.npy", "--quiet")
+    assert_one_line_error(res.returncode, res.stderr, pattern)
+    assert not (tmp_path / "out.npy").exists()
+
+
+BAD_ARRAYS = {
+    "nan": (np.array([[0.0, 1.0], [np.nan, 2.0]]), ValueError, r"NaN or inf"),
+    "list-of-strings": ([["1", "2"], ["a", "b"]], TypeError, r"numeric"),
+    "ragged-list": ([[1.0, 2.0], [3.0]], TypeError, r"numeric array"),
+    "object-array": (np.array([[1, None], [2, 3]], dtype=object), TypeError, r"numeric, got dtype object"),
+    "scalar": (np.float64(3.0), ValueError, r"2-dimensional"),
+    "empty": (np.empty((0, 3)), ValueError, r"0 row\(s\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ARRAYS))
+def test_bad_array_api(case):
+    X, exc_type, pattern = BAD_ARRAYS[case]
+    with pytest.raises(exc_type, match=pattern):
+        cdfts_dask.cdf_ts(X, max_iter=1)
+
+
+#: bad parameters: (API keyword arguments, CLI flags, exception type, regex)
+BAD_PARAMS = {
+    "lam-zero": ({"lam": 0.0}, ["--lam", "0"], ValueError, r"lam must lie in the open interval \(0, 1\)"),
+    "lam-one": ({"lam": 1.0}, ["--lam", "1"], ValueError, r"lam must lie"),
+    "lam-negative": ({"lam": -0.1}, ["--lam", "-0.1"], ValueError, r"lam must lie"),
+    "lam-nan": ({"lam": float("nan")}, ["--lam", "nan"], ValueError, r"lam must lie.*nan"),
+    "delta-zero": ({"delta": 0.0}, ["--delta", "0"], ValueError, r"delta must be a positive finite"),
+    "delta-negative": ({"delta": -1.0}, ["--delta", "-1"], ValueError, r"delta must be"),
+    "delta-inf": ({"delta": float("inf")}, ["--delta", "inf"], ValueError, r"delta must be.*inf"),
+    "delta-nan": ({"delta": float("nan")}, ["--delta", "nan"], ValueError, r"delta must be"),
+    "max-iter-zero": ({"max_iter": 0}, ["--max-iter", "0"], ValueError, r"max_iter must be >= 1"),
+    "max-iter-negative": ({"max_iter": -3}, ["--max-iter", "-3"], ValueError, r"max_iter must be >= 1"),
+    "k-zero": ({"estimator": "knn", "k": 0}, ["--estimator", "knn", "-k", "0"], ValueError, r"k must lie in"),
+    "k-equals-n": ({"estimator": "knn", "k": 5}, ["--estimator", "knn", "-k", "5"], ValueError, r"\[1, 4\]"),
+    "k-missing": ({"estimator": "knn"}, ["--estimator", "knn"], ValueError, r"k is required"),
+    "k-with-epsilon": ({"k": 3}, ["-k", "3"], ValueError, r"k is only used with estimator='knn'"),
+    "tile-size-zero": ({"tile_size": 0}, ["--tile-size", "0"], ValueError, r"tile_size must be >= 1"),
+    "tile-size-negative": ({"tile_size": -8}, ["--tile-size", "-8"], ValueError, r"tile_size must be >= 1"),
+    "workers-zero": ({"n_workers": 0}, ["--workers", "0"], ValueError, r"n_workers must be >= 1"),
+    "resume-without-checkpoint": ({"resume": True}, ["--resume"], ValueError, r"needs a checkpoint"),
+}
+
+#: API-only type errors (argparse already rejects these types on the command line)
+BAD_TYPES = {
+    "lam-string": {"lam": "0.1"},
+    "lam-bool": {"lam": True},
+    "delta-string": {"delta": "small"},
+    "max-iter-float": {"max_iter": 2.5},
+    "k-float": {"estimator": "knn", "k": 2.0},
+    "tile-size-float": {"tile_size": 10.5},
+    "resume-string": {"resume": "yes"},
+    "client-int": {"client": 42, "method": "tiled"},
+}
+
+FIVE = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PARAMS))
+def test_bad_parameter_api(case):
+    kwargs, _, exc_type, pattern = BAD_PARAMS[case]
+    with pytest.raises(exc_type, match=pattern):
+        cdfts_dask.cdf_ts(FIVE, **kwargs)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PARAMS))
+def test_bad_parameter_cli(tmp_path, capsys, case):
+    _, flags, _, pattern = BAD_PARAMS[case]
+    src, out = tmp_path / "in.npy", tmp_path / "out.npy"
+    np.save(src, FIVE)
+    code = cli_main(["transform", str(src), str(out), "--quiet", *flags])
+    assert_one_line_error(code, capsys.readouterr().err, pattern.replace("n_workers", "(n_workers|workers)"))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TYPES))
+def test_bad_parameter_type_api(case):
+    with pytest.raises(
+        TypeError, match=case.split("-")[0].replace("max", "max_iter").replace("tile", "tile_size")
+    ):
+        cdfts_dask.cdf_ts(FIVE, **BAD_TYPES[case])
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"estimator": "gaussian"}, {"method": "gpu"}], ids=["estimator", "method"]
+)
+def test_bad_choice_api(kwargs):
+    with pytest.raises(ValueError, match=f"{next(iter(kwargs))} must be one of"):
+        cdfts_dask.cdf_ts(FIVE, **kwargs)
+
+
+def test_unsupported_output_suffix_cli(tmp_path, capsys):
+    src = tmp_path / "in.npy"
+    np.save(src, FIVE)
+    code = cli_main(["transform", str(src), str(tmp_path / "out.txt"), "--quiet"])
+    assert_one_line_error(code, capsys.readouterr().err, r"unsupported file type '\.txt'")
+
+
+# -- degenerate but valid input: finite results in [0, 1] ----------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+def test_values_near_float_overflow(method, client):
+    X = np.array([[1e308, -1e308], [-1e308, 1e308], [0.0, 5.0], [1.7e308, -1.7e308], [-3e307, 2e307]])
+    Y = cdfts_dask.cdf_ts(X, max_iter=3, method=method, client=client if method == "tiled" else None)
+    assert np.isfinite(Y).all() and Y.min() >= 0.0 and Y.max() <= 1.0
+    assert Y.max(axis=0).tolist() == [1.0, 1.0]  # spread preserved, not collapsed to 0 or NaN
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+@pytest.mark.parametrize("estimator", ["epsilon", "knn"])
+def test_all_points_identical_give_zeros(method, estimator, client):
+    X = np.full((6, 3), 42.0)
+    kw = {"k": 2} if estimator == "knn" else {}
+    Y = cdfts_dask.cdf_ts(
+        X, estimator=estimator, method=method, client=client if method == "tiled" else None, **kw
+    )
+    np.testing.assert_array_equal(Y, np.zeros((6, 3)))
+
+
+def test_overflow_cli(tmp_path):
+    src, out = tmp_path / "huge.csv", tmp_path / "out.csv"
+    src.write_text("1e308,-1e308\n-1e308,1e308\n0,5\n")
+    assert cli_main(["transform", str(src), str(out), "--quiet"]) == 0
+    Y = np.loadtxt(out, delimiter=",", skiprows=1)
+    assert np.isfinite(Y).all() and ((Y >= 0) & (Y <= 1)).all()
+
+
+# -- property-based: random valid input never yields NaN / inf and stays in [0, 1]^d -----------------
+
+
+@st.composite
+def valid_problems(draw, max_n: int = 24):
+    n = draw(st.integers(2, max_n))
+    d = draw(st.integers(1, 4))
+    scale = draw(st.sampled_from([1e-300, 1e-6, 1.0, 1e6, 1e300]))
+    X = draw(
+        hnp.arrays(np.float64, (n, d), elements=st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False))
+    )
+    estimator = draw(st.sampled_from(["epsilon", "knn"]))
+    k = draw(st.integers(1, n - 1)) if estimator == "knn" else None
+    lam = draw(st.floats(0.01, 0.95))
+    return X * scale, {"lam": lam, "estimator": estimator, "k": k}
+
+
+def _assert_unit_cube(Y, shape) -> None:
+    Y = np.asarray(Y)
+    assert Y.shape == shape
+    assert np.isfinite(Y).all()
+    assert Y.min() >= 0.0 and Y.max() <= 1.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(valid_problems())
+def test_property_dense_finite_in_unit_cube(problem):
+    X, params = problem
+    _assert_unit_cube(cdfts_dask.cdf_ts(X, max_iter=3, method="dense", **params), X.shape)
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(problem=valid_problems(max_n=40), tile=st.integers(1, 16))
+def test_property_tiled_finite_in_unit_cube(client, problem, tile):
+    X, params = problem
+    _assert_unit_cube(
+        cdfts_dask.cdf_ts(X, max_iter=2, method="tiled", client=client, tile_size=tile, **params), X.shape
+    )
