@@ -111,3 +111,19 @@ def test_bad_files(tmp_path):
     res = cdfts("transform", DATA / "syn.csv", tmp_path / "o.txt")
     assert res.returncode == 2 and "unsupported file type '.txt'" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["transform", "a.csv", "b.csv", "--lam", "abc"], "argument --lam/--lambda: invalid float value: 'abc'"),
+        (["transform", "a.csv", "b.csv", "--estimator", "gauss"], "argument --estimator: invalid choice"),
+        (["transform"], "the following arguments are required: input, output"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+    ],
+)
+def test_usage_errors_are_one_line(args, message):
+    res = cdfts(*args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], res.stderr

@@ -16,8 +16,15 @@ import sys
 SUBCOMMANDS = ["transform", "evaluate", "plot"]
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2), no usage dump."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="cdfts",
         description="CDF Transform-and-Shift (CDF-TS) on Dask: homogenise cluster densities before "
         "density-based clustering or distance-based anomaly detection.",
