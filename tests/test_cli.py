@@ -116,7 +116,7 @@ def test_bad_files(tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["transform", "a.csv", "b.csv", "--lam", "abc"], "argument --lam/--lambda: invalid float value: 'abc'"),
+        (["transform", "a.csv", "b.csv", "--lam", "abc"], "--lam/--lambda: invalid float value: 'abc'"),
         (["transform", "a.csv", "b.csv", "--estimator", "gauss"], "argument --estimator: invalid choice"),
         (["transform"], "the following arguments are required: input, output"),
         (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
