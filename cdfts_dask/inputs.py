@@ -109,16 +109,22 @@ def _to_numeric(data: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def read_zarr_array(path, name: str = "input") -> np.ndarray:
+def open_zarr_array(path, name: str = "input"):
+    """Open ``path`` read-only as a ``zarr.Array`` (not reading its data), or raise naming the problem."""
     import zarr
 
+    _check_readable(Path(path), name)
     try:
         node = zarr.open(str(path), mode="r")
     except Exception as exc:
         raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
     if not isinstance(node, zarr.Array):
         raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
-    return node[...]
+    return node
+
+
+def read_zarr_array(path, name: str = "input") -> np.ndarray:
+    return open_zarr_array(path, name)[...]
 
 
 def load_points(X, name: str = "X") -> np.ndarray:

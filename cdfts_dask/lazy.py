@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_shape
-from .inputs import is_path
+from .inputs import is_path, open_zarr_array
 
 
 @dataclass
@@ -83,17 +83,8 @@ def lazy_input(X, name: str = "X") -> LazyInput | None:
     import dask.array as da
 
     if is_zarr_path(X):
-        import zarr
-
         path = Path(X)
-        if not path.exists():
-            raise ValueError(f"{name}: file not found: {str(path)!r}")
-        try:
-            node = zarr.open(str(path), mode="r")
-        except Exception as exc:
-            raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
-        if not isinstance(node, zarr.Array):
-            raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
+        node = open_zarr_array(path, name)
         _check_dtype(node.dtype, name)
         check_shape(tuple(node.shape), name)
         return LazyInput(da.from_zarr(str(path)), name)
