@@ -31,8 +31,7 @@ def check_points(X, name: str = "X") -> np.ndarray:
     if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
-            f"{name} contains NaN or inf (first at row {bad[0]}, column {bad[1]}: "
-            f"{arr[bad[0], bad[1]]})"
+            f"{name} contains NaN or inf (first at row {bad[0]}, column {bad[1]}: {arr[bad[0], bad[1]]})"
         )
     return np.ascontiguousarray(arr)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -87,8 +87,15 @@ def cdf_ts(
     estimator, k = v.check_estimator(estimator, k, n)
     method = _choose_method(method, n, client, tile_size)
     args = dict(
-        shape=(n, d), lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k,
-        checkpoint=None if checkpoint is None else str(checkpoint), resume=resume, progress=progress,
+        shape=(n, d),
+        lam=lam,
+        delta=delta,
+        max_iter=max_iter,
+        estimator=estimator,
+        k=k,
+        checkpoint=None if checkpoint is None else str(checkpoint),
+        resume=resume,
+        progress=progress,
     )
     if method == "dense":
         backend = runner.DenseBackend()

@@ -1,4 +1,4 @@
-"""Getting a ``distributed.Client``: the one given, one for a scheduler address, or an embedded LocalCluster."""
+"""A ``distributed.Client``: the one given, one for a scheduler address, or an embedded cluster."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def get_client(client=None, n_workers: int | None = None, gpu: bool = False):
             n_workers=n_workers or default_workers(),
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=40,
         )
     with cluster, Client(cluster) as c:

@@ -124,7 +124,8 @@ class TiledEngine:
         ranges = [c.submit(passes.column_range, Y) for Y in shifted]
         lo, hi = (np.asarray(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
         finished = [
-            c.submit(passes.normalise_panel, Y, X, a, b, lo, hi) for Y, (a, b) in zip(shifted, parts, strict=True)
+            c.submit(passes.normalise_panel, Y, X, a, b, lo, hi)
+            for Y, (a, b) in zip(shifted, parts, strict=True)
         ]
         abs_sum = sum(c.gather([c.submit(_second, f) for f in finished]))
         X_new = c.submit(_concat, *[c.submit(_first, f) for f in finished])

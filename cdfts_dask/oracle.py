@@ -161,7 +161,9 @@ def cdf_ts_dense(
     return result
 
 
-def dscale_dense(X: np.ndarray, lam: float = 0.1, estimator: str = "epsilon", k: int | None = None) -> np.ndarray:
+def dscale_dense(
+    X: np.ndarray, lam: float = 0.1, estimator: str = "epsilon", k: int | None = None
+) -> np.ndarray:
     """DScale of normalised points: the scaled, asymmetric distance matrix in input distance units."""
     s, nb = neighbourhood(X, lam, estimator, k)
     return scaled_distances(s, nb) * nb.m if nb.m > 0 else s

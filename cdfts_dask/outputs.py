@@ -30,7 +30,9 @@ def check_writable(path) -> None:
         raise ValueError(f"output: directory is not writable: {str(parent)!r}")
 
 
-def write_table(path, X: np.ndarray, labels=None, header: list[str] | None = None, label_name="label") -> None:
+def write_table(
+    path, X: np.ndarray, labels=None, header: list[str] | None = None, label_name="label"
+) -> None:
     """Write X (and an untouched label column, appended last) to ``path`` atomically."""
     path = Path(path)
     fmt = output_format(path)

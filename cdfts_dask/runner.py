@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -169,7 +169,14 @@ def run(
     iteration of an existing store (which must match input and parameters).
     """
     n = shape[0]
-    params = {"lam": lam, "estimator": estimator, "k": k, "dtype": dtype, "delta": delta, "max_iter": max_iter}
+    params = {
+        "lam": lam,
+        "estimator": estimator,
+        "k": k,
+        "dtype": dtype,
+        "delta": delta,
+        "max_iter": max_iter,
+    }
     fp = backend.fingerprint(X) if checkpoint is not None else None
     result = RunResult(None)
     start = 1

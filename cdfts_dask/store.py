@@ -96,14 +96,17 @@ class Checkpoint:
         except Exception as exc:  # not a Zarr group at all
             raise StoreMismatch(f"checkpoint {path!r} is not a cdfts-dask store: {exc}") from None
         if attrs.get("format") != FORMAT:
-            raise StoreMismatch(f"checkpoint {path!r} is not a cdfts-dask store (format={attrs.get('format')!r})")
+            raise StoreMismatch(
+                f"checkpoint {path!r} is not a cdfts-dask store (format={attrs.get('format')!r})"
+            )
         if attrs.get("fingerprint") != fp:
             raise StoreMismatch(f"checkpoint {path!r} was made from other input data (fingerprint differs)")
         stored = attrs.get("params", {})
         for key in TRAJECTORY_PARAMS:
             if stored.get(key) != params.get(key):
                 raise StoreMismatch(
-                    f"checkpoint {path!r} was made with {key}={stored.get(key)!r}, this run has {key}={params.get(key)!r}"
+                    f"checkpoint {path!r} was made with {key}={stored.get(key)!r}, "
+                    f"this run has {key}={params.get(key)!r}"
                 )
         if attrs.get("completed", -1) < 0:
             raise StoreMismatch(f"checkpoint {path!r} holds no complete iteration; remove it and start again")

@@ -39,7 +39,7 @@ def _cluster(n_workers: int):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
     )
     return cluster, Client(cluster)
 

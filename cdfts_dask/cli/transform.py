@@ -22,21 +22,39 @@ def register(sub) -> None:
     )
     p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns)")
     p.add_argument("output", help="output file: .csv, .npy or .zarr")
-    p.add_argument("--lam", "--lambda", dest="lam", type=float, default=0.1,
-                   help="neighbourhood size relative to the largest pairwise distance, in (0, 1)")
+    p.add_argument(
+        "--lam",
+        "--lambda",
+        dest="lam",
+        type=float,
+        default=0.1,
+        help="neighbourhood size relative to the largest pairwise distance, in (0, 1)",
+    )
     p.add_argument("--delta", type=float, default=0.015, help="stop when the mean absolute movement <= delta")
     p.add_argument("--max-iter", type=int, default=100, help="most iterations to run (at least one runs)")
     p.add_argument("--estimator", choices=["epsilon", "knn"], default="epsilon", help="density estimator")
     p.add_argument("-k", "--k", type=int, default=None, help="neighbours for --estimator knn (1 <= k <= n-1)")
-    p.add_argument("--label", default=None,
-                   help="label column to pass through untouched: a CSV header name or a column index (-1 = last)")
-    p.add_argument("--method", choices=["auto", "dense", "tiled"], default="auto",
-                   help=f"dense NumPy oracle, tiled Dask engine, or auto (dense for n <= {DENSE_MAX_N} "
-                   "unless a scheduler, worker count or tile size is given)")
-    p.add_argument("--tile-size", type=int, default=None, help="points per tile side (memory per task ~ tile^2)")
-    p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--workers", type=int, default=None,
-                   help="number of local worker processes of the embedded cluster")
+    p.add_argument(
+        "--label",
+        default=None,
+        help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
+    )
+    p.add_argument(
+        "--method",
+        choices=["auto", "dense", "tiled"],
+        default="auto",
+        help=f"dense NumPy oracle, tiled Dask engine, or auto (dense for n <= {DENSE_MAX_N} "
+        "unless a scheduler, worker count or tile size is given)",
+    )
+    p.add_argument(
+        "--tile-size", type=int, default=None, help="points per tile side (memory per task ~ tile^2)"
+    )
+    p.add_argument(
+        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
+    )
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
     p.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint")
     p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
@@ -61,13 +79,28 @@ def run(args) -> int:
         method = "tiled"
     tic = time.perf_counter()
     Y, info = cdf_ts(
-        X, lam=args.lam, delta=args.delta, max_iter=args.max_iter, estimator=args.estimator, k=args.k,
-        method=method, client=args.scheduler, tile_size=args.tile_size, checkpoint=args.checkpoint,
-        resume=args.resume, n_workers=args.workers, progress=None if args.quiet else _progress,
+        X,
+        lam=args.lam,
+        delta=args.delta,
+        max_iter=args.max_iter,
+        estimator=args.estimator,
+        k=args.k,
+        method=method,
+        client=args.scheduler,
+        tile_size=args.tile_size,
+        checkpoint=args.checkpoint,
+        resume=args.resume,
+        n_workers=args.workers,
+        progress=None if args.quiet else _progress,
         return_info=True,
     )
     label_name = "label"
-    if labels is not None and header is not None and isinstance(args.label, str) and not args.label.lstrip("-").isdigit():
+    if (
+        labels is not None
+        and header is not None
+        and isinstance(args.label, str)
+        and not args.label.lstrip("-").isdigit()
+    ):
         label_name = args.label
     write_table(args.output, Y, labels, header, label_name)
     if not args.quiet:

@@ -1,0 +1,131 @@
+"""Public API: inputs of every kind, outputs, the estimator conventions, validation."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+from cdfts_dask import CDFTS, cdf_ts
+from cdfts_dask.oracle import cdf_ts_dense
+
+
+@pytest.fixture(scope="module")
+def X():
+    rng = np.random.default_rng(21)
+    return np.vstack([rng.normal(0, 0.1, (50, 3)), rng.normal(1, 0.6, (70, 3))])
+
+
+@pytest.fixture(scope="module")
+def expected(X):
+    return cdf_ts_dense(X, lam=0.2, delta=0.01).X
+
+
+def test_numpy_dask_zarr_and_path_inputs_agree(tmp_path, X, expected):
+    np.save(tmp_path / "x.npy", X)
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", header="a,b,c", comments="")
+    z = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, dtype="f8", chunks=(50, 3))
+    z[...] = X
+    inputs = [
+        X,
+        X.tolist(),
+        da.from_array(X, chunks=(40, 3)),
+        z,
+        tmp_path / "x.npy",
+        str(tmp_path / "x.csv"),
+        str(tmp_path / "x.zarr"),
+    ]
+    for inp in inputs:
+        assert np.abs(cdf_ts(inp, lam=0.2, delta=0.01, method="dense") - expected).max() <= 1e-12
+
+
+def test_output_to_zarr(tmp_path, X, expected, client):
+    out = cdf_ts(
+        X, lam=0.2, delta=0.01, method="tiled", client=client, tile_size=32, output=tmp_path / "y.zarr"
+    )
+    assert isinstance(out, zarr.Array)
+    assert np.abs(out[...] - expected).max() <= 1e-9
+    assert out.attrs["converged"] is True
+    assert [p.name for p in tmp_path.iterdir()] == ["y.zarr"]  # no temporary left behind
+
+
+def test_auto_method_and_scheduler_address(X, expected, client):
+    assert np.abs(cdf_ts(X, lam=0.2, delta=0.01) - expected).max() <= 1e-12  # auto -> dense
+    addr = client.scheduler.address
+    assert np.abs(cdf_ts(X, lam=0.2, delta=0.01, client=addr, tile_size=50) - expected).max() <= 1e-9
+
+
+def test_embedded_local_cluster_by_default(X, expected):
+    out = cdf_ts(X, lam=0.2, delta=0.01, method="tiled", n_workers=1, tile_size=64)
+    assert np.abs(out - expected).max() <= 1e-9
+
+
+def test_estimator_conventions(X, expected):
+    est = CDFTS(lam=0.2, delta=0.01)
+    assert est.get_params()["lam"] == 0.2
+    assert est.set_params(max_iter=50) is est and est.max_iter == 50
+    Y = est.fit_transform(X)
+    assert np.abs(Y - expected).max() <= 1e-12
+    assert est.n_iter_ == len(est.deltas_) >= 1
+    assert est.converged_ and est.deltas_[-1] <= 0.01 and est.n_features_in_ == 3
+    assert repr(est) == "CDFTS(lam=0.2, delta=0.01, max_iter=50)"
+    with pytest.raises(ValueError, match="Invalid parameter 'lambda'"):
+        est.set_params(**{"lambda": 0.3})
+
+
+def test_sklearn_clone_and_pipeline(X, expected):
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.base import clone
+
+    est = clone(CDFTS(lam=0.2, delta=0.01))
+    assert est.get_params() == CDFTS(lam=0.2, delta=0.01).get_params()
+    assert sklearn.__version__ and np.abs(est.fit(X).embedding_ - expected).max() <= 1e-12
+
+
+def test_progress_callback(X):
+    reports = []
+    cdf_ts(X, lam=0.2, delta=1e-12, max_iter=3, method="dense", progress=reports.append)
+    assert [r.iteration for r in reports] == [1, 2, 3]
+    assert all(r.seconds >= 0 and r.pairs_per_second > 0 for r in reports)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,message",
+    [
+        (dict(lam=0.0), ValueError, r"lam must lie in the open interval \(0, 1\), got 0.0"),
+        (dict(lam=1), ValueError, "lam must lie in the open interval"),
+        (dict(lam="0.1"), TypeError, "lam must be a real number, got '0.1'"),
+        (dict(delta=0), ValueError, "delta must be a positive finite number, got 0"),
+        (dict(delta=-1.0), ValueError, "delta must be a positive"),
+        (dict(max_iter=0), ValueError, "max_iter must be >= 1, got 0"),
+        (dict(estimator="gauss"), ValueError, "estimator must be one of"),
+        (dict(estimator="knn"), ValueError, "k is required"),
+        (dict(estimator="knn", k=0), ValueError, r"k must lie in \[1, n - 1\] = \[1, 119\], got k=0"),
+        (dict(estimator="knn", k=120), ValueError, "got k=120"),
+        (dict(k=3), ValueError, "k is only used with estimator='knn'"),
+        (dict(method="gpu"), ValueError, "method must be one of"),
+        (dict(tile_size=0), ValueError, "tile_size must be >= 1, got 0"),
+        (dict(resume=True), ValueError, "resume=True needs a checkpoint"),
+    ],
+)
+def test_bad_parameters(X, kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        cdf_ts(X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "data,exc,message",
+    [
+        (np.array([[0.0, np.nan], [1.0, 2.0]]), ValueError, r"NaN or inf \(first at row 0, column 1: nan\)"),
+        (np.array([[0.0, 1.0], [np.inf, 2.0]]), ValueError, "NaN or inf"),
+        (np.array([["a", "b"], ["c", "d"]]), TypeError, "must be numeric"),
+        (np.zeros((1, 3)), ValueError, r"has 1 row\(s\)"),
+        (np.zeros((5, 0)), ValueError, "zero columns"),
+        (np.zeros(5), ValueError, "must be 2-dimensional"),
+        ("/nonexistent/x.csv", ValueError, "file not found"),
+    ],
+)
+def test_bad_input(data, exc, message):
+    with pytest.raises(exc, match=message):
+        cdf_ts(data)

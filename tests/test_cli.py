@@ -1,0 +1,113 @@
+"""The ``cdfts`` console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import zarr
+from conftest import DATA, cli_env
+
+from cdfts_dask.oracle import cdf_ts_dense
+
+
+def cdfts(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "cdfts_dask", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        cwd=cwd,
+    )
+
+
+def test_help_documents_subcommands_and_options():
+    top = cdfts("--help")
+    assert top.returncode == 0 and "transform" in top.stdout
+    sub = cdfts("transform", "--help")
+    for option in [
+        "--lam",
+        "--delta",
+        "--max-iter",
+        "--estimator",
+        "--k",
+        "--tile-size",
+        "--scheduler",
+        "--workers",
+        "--checkpoint",
+        "--resume",
+        "--label",
+    ]:
+        assert option in sub.stdout
+
+
+def test_transform_csv_passes_label_through(tmp_path):
+    out = tmp_path / "out.csv"
+    res = cdfts("transform", DATA / "syn.csv", out, "--label", "label", "--delta", "0.01")
+    assert res.returncode == 0, res.stderr
+    assert "iteration   5  Delta 0.008643" in res.stderr and "pairs/s" in res.stderr
+    table = np.loadtxt(out, delimiter=",", skiprows=1)
+    src = np.loadtxt(DATA / "syn.csv", delimiter=",", skiprows=1)
+    assert out.read_text().splitlines()[0] == "x0,x1,label"
+    assert np.array_equal(table[:, -1], src[:, -1])
+    assert np.abs(table[:, :-1] - cdf_ts_dense(src[:, :-1], 0.1, 0.01).X).max() <= 1e-12
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+def test_transform_npy_and_zarr_on_workers(tmp_path, suffix):
+    X = np.random.default_rng(3).uniform(size=(200, 3))
+    src = tmp_path / f"in{suffix}"
+    if suffix == ".npy":
+        np.save(src, X)
+    else:
+        zarr.create_array(str(src), shape=X.shape, dtype="f8")[...] = X
+    out = tmp_path / f"out{suffix}"
+    res = cdfts(
+        "transform",
+        src,
+        out,
+        "--workers",
+        "2",
+        "--tile-size",
+        "64",
+        "--estimator",
+        "knn",
+        "-k",
+        "10",
+        "--quiet",
+    )
+    assert res.returncode == 0, res.stderr
+    Y = np.load(out) if suffix == ".npy" else zarr.open_array(str(out), mode="r")[...]
+    assert np.abs(Y - cdf_ts_dense(X, estimator="knn", k=10).X).max() <= 1e-9
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--lam", "2"], "lam must lie in the open interval (0, 1), got 2.0"),
+        (["--estimator", "knn", "-k", "5000"], "k must lie in [1, n - 1] = [1, 1499], got k=5000"),
+        (["--delta", "0"], "delta must be a positive finite number, got 0.0"),
+        (["--label", "nolabel"], "label column 'nolabel' not found"),
+    ],
+)
+def test_bad_options_print_one_line_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "out.csv"
+    res = cdfts("transform", DATA / "syn.csv", out, *args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"cdfts transform: error: {message}")
+    assert "Traceback" not in res.stderr and not out.exists()
+
+
+def test_bad_files(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,oops\n")
+    res = cdfts("transform", bad, tmp_path / "o.csv")
+    assert res.returncode == 2 and "non-numeric value 'oops' at row 2, column 2" in res.stderr
+    res = cdfts("transform", tmp_path / "missing.csv", tmp_path / "o.csv")
+    assert res.returncode == 2 and "file not found" in res.stderr
+    res = cdfts("transform", DATA / "syn.csv", tmp_path / "o.txt")
+    assert res.returncode == 2 and "unsupported file type '.txt'" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]

@@ -1,0 +1,84 @@
+"""The tiled Dask engine equals the dense oracle (1e-9, float64) on every path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cdfts_dask import cdf_ts
+from cdfts_dask.oracle import cdf_ts_dense
+
+
+def _data(n: int, d: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(size=(3, d)) * 10
+    scales = np.array([0.2, 1.0, 3.0])
+    which = rng.integers(0, 3, size=n)
+    return centres[which] + rng.normal(size=(n, d)) * scales[which, None]
+
+
+def _assert_same(X, client, tile_size, estimator="epsilon", k=None, lam=0.1, max_iter=3):
+    ref = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=max_iter, estimator=estimator, k=k)
+    out, info = cdf_ts(
+        X,
+        lam=lam,
+        delta=1e-12,
+        max_iter=max_iter,
+        estimator=estimator,
+        k=k,
+        method="tiled",
+        client=client,
+        tile_size=tile_size,
+        return_info=True,
+    )
+    assert np.abs(out - ref.X).max() <= 1e-9
+    assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "n,tile", [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
+)
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", "half")])
+def test_tiled_equals_oracle(client, n, tile, estimator, k):
+    if k == "half":
+        k = max(1, n // 2)
+    _assert_same(_data(n, 3, seed=n), client, tile, estimator, k, lam=0.3 if n < 20 else 0.1)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 40)])
+def test_one_worker_and_larger_n(client1, estimator, k):
+    _assert_same(_data(1500, 4, seed=7), client1, 256, estimator, k, max_iter=2)
+
+
+def test_two_workers_larger_n_uneven_tiles(client):
+    _assert_same(_data(2500, 2, seed=8), client, 333, max_iter=2)
+
+
+def test_syn_reference_deltas_on_engine(client, syn):
+    X, _ = syn
+    _, info = cdf_ts(X, lam=0.1, delta=0.01, method="tiled", client=client, tile_size=400, return_info=True)
+    assert np.allclose(info.deltas, [0.16476, 0.03125, 0.01524, 0.01092, 0.00864], atol=1e-5)
+
+
+def test_duplicates_constant_columns_and_identical_points(client):
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.uniform(size=40), np.zeros(40)])
+    X = np.vstack([X, X[:8], X[:8]])
+    for est, k in [("epsilon", None), ("knn", 1), ("knn", 2)]:
+        _assert_same(X, client, 7, est, k)
+    same = cdf_ts(np.ones((9, 3)), method="tiled", client=client, tile_size=4)
+    assert np.all(same == 0.0)
+
+
+def test_graph_grows_linearly_with_n(client):
+    """Tasks per iteration are proportional to the number of panels n / tile, not its square."""
+    from distributed import get_task_stream
+
+    counts = []
+    for n in (400, 1600):
+        X = _data(n, 2, seed=n)
+        with get_task_stream(client) as ts:
+            cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=100)
+        counts.append(len(ts.data))
+    ratio = counts[1] / counts[0]
+    assert ratio < 6, counts  # 4x the panels; a quadratic graph would give ~16x

@@ -1,0 +1,147 @@
+"""The dense oracle against the paper's reference figures, hand computations and properties."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from conftest import DATA, load_csv
+
+from cdfts_dask import cdf_ts, dscale, rescale
+from cdfts_dask.oracle import cdf_ts_dense, cdf_ts_step, pairwise_distances
+
+SYN_DELTAS = [0.16476, 0.03125, 0.01524, 0.01092, 0.00864]  # DESIGN.md section 1, authors' code
+
+
+def test_syn_delta_sequence_matches_reference_code(syn):
+    X, _ = syn
+    result = cdf_ts_dense(X, lam=0.1, delta=1e-12, max_iter=5)
+    assert np.allclose(result.deltas, SYN_DELTAS, atol=1e-5)
+
+
+@pytest.mark.parametrize(("delta", "iterations"), [(0.2, 1), (0.01, 5)])
+def test_syn_iteration_counts(syn, delta, iterations):
+    X, _ = syn
+    assert len(cdf_ts_dense(X, lam=0.1, delta=delta).deltas) == iterations
+
+
+def test_three_points_by_hand():
+    """X = (0, 0.2, 1), lam = 0.25: every rho and shift written out with exact fractions."""
+    x = [F(0), F(1, 5), F(1)]
+    lam, n = F(1, 4), 3
+    counts = [sum(abs(z - y) <= lam for y in x) for z in x]  # m = 1
+    assert counts == [2, 2, 1]
+    q = [F(c, n) for c in counts]  # d = 1
+
+    def rho(i, j):
+        s = abs(x[i] - x[j])
+        if s == 0:
+            return F(1)
+        if s <= lam:
+            return q[i] / lam
+        return ((s - lam) * (1 - q[i]) / (1 - lam) + q[i]) / s
+
+    shifted = [sum(x[i] + rho(i, j) * (x[j] - x[i]) for i in range(n)) / n for j in range(n)]
+    lo, hi = min(shifted), max(shifted)
+    expected = np.array([float((y - lo) / (hi - lo)) for y in shifted])
+    step = cdf_ts_step(np.array([[0.0], [0.2], [1.0]]), lam=0.25)
+    assert np.allclose(step.X[:, 0], expected, atol=1e-12)
+    assert step.neighbourhood.counts.tolist() == [2, 2, 1]
+    assert step.delta == pytest.approx(float(np.abs(expected - [0.0, 0.2, 1.0]).mean()), abs=1e-12)
+
+
+def test_knn_radius_is_kth_other_point():
+    X = np.array([[0.0], [0.1], [0.3], [1.0]])
+    step = cdf_ts_step(X, lam=0.1, estimator="knn", k=2)
+    # sorted distances to the others: 0 -> (0.1, 0.3, 1); 0.1 -> (0.1, 0.2, 0.9);
+    # 0.3 -> (0.2, 0.3, 0.7); 1 -> (0.7, 0.9, 1)
+    assert np.allclose(step.neighbourhood.radius, [0.3, 0.2, 0.3, 0.9])
+    assert np.allclose(step.neighbourhood.q, 0.5)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 7)])
+def test_output_in_unit_cube_and_no_nan(estimator, k):
+    X = np.random.default_rng(0).normal(size=(120, 3)) * [1, 10, 100]
+    Y = cdf_ts(X, lam=0.2, estimator=estimator, k=k, max_iter=4, method="dense")
+    assert np.isfinite(Y).all()
+    assert Y.min() >= 0 and Y.max() <= 1
+    assert np.allclose(Y.min(axis=0), 0) and np.allclose(Y.max(axis=0), 1)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 5)])
+def test_permutation_equivariance(estimator, k):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(80, 2))
+    perm = rng.permutation(80)
+    Y = cdf_ts(X, lam=0.15, estimator=estimator, k=k, max_iter=3, method="dense")
+    Yp = cdf_ts(X[perm], lam=0.15, estimator=estimator, k=k, max_iter=3, method="dense")
+    assert np.allclose(Yp, Y[perm], atol=1e-12)
+
+
+def test_invariant_to_per_column_affine_rescaling():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(90, 3))
+    Y = cdf_ts(X, lam=0.2, max_iter=3, method="dense")
+    Z = cdf_ts(X * [3.0, 0.01, 250.0] + [-7.0, 4.0, 1e3], lam=0.2, max_iter=3, method="dense")
+    assert np.allclose(Y, Z, atol=1e-9)
+
+
+def density_std(X: np.ndarray, eps: float = 0.1) -> float:
+    """Std of the epsilon-neighbourhood counts (the paper's Std(x) for its 2-D figure)."""
+    return float((pairwise_distances(X) <= eps).sum(axis=1).std())
+
+
+@pytest.mark.parametrize("name", ["syn.csv", "3L.csv", "4C.csv"])
+def test_density_variance_shrinks_on_synthetic_sets(name):
+    X, _ = load_csv(DATA / name)
+    Xn = (X - X.min(0)) / (X.max(0) - X.min(0))
+    Y = cdf_ts(X, lam=0.1, delta=0.01, method="dense")
+    assert density_std(Y) < density_std(Xn)
+
+
+def test_constant_column_stays_zero_and_duplicates_are_legal():
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(size=50), np.full(50, 7.0)])
+    X = np.vstack([X, X[:10]])  # ten exact duplicates
+    for est, k in [("epsilon", None), ("knn", 1), ("knn", 59)]:
+        Y = cdf_ts(X, lam=0.1, estimator=est, k=k, max_iter=3, method="dense")
+        assert np.isfinite(Y).all()
+        assert np.all(Y[:, 1] == 0.0)
+        assert np.allclose(Y[50:], Y[:10])  # duplicates move together
+
+
+def test_all_points_identical_is_a_fixed_point():
+    X = np.ones((5, 2)) * 3.0
+    Y, info = cdf_ts(X, method="dense", return_info=True)
+    assert np.all(Y == 0.0)
+    assert info.deltas == [0.0] and info.converged
+
+
+def test_dscale_matrix():
+    X = np.array([[0.0], [0.2], [1.0]])
+    S2 = dscale(X, lam=0.25)
+    assert S2.shape == (3, 3)
+    assert np.allclose(np.diag(S2), 0.0)
+    assert S2[0, 1] == pytest.approx(0.2 * (2 / 3) / 0.25)  # inside: s * r(z)
+    assert S2[2, 1] == pytest.approx((0.8 - 0.25) * (2 / 3) / 0.75 + 1 / 3)  # outside, row z = 1
+    assert not np.allclose(S2, S2.T)  # asymmetric
+
+
+def test_rescale_is_monotone_per_column_and_normalised():
+    rng = np.random.default_rng(4)
+    X = np.column_stack([rng.exponential(size=200), rng.normal(size=200)])
+    R = rescale(X, lam=0.1, psi=50)
+    assert R.min() == 0 and R.max() == 1
+    for j in range(2):
+        order = np.argsort(X[:, j], kind="stable")
+        assert np.all(np.diff(R[order, j]) >= 0)
+
+
+def test_rescale_by_hand():
+    # column (0, 0.5, 1), grid (0, 0.5, 1), lam 0.25: one point per grid node -> cumulative counts 1, 2, 3
+    R = rescale(np.array([[0.0], [0.5], [1.0]]), lam=0.25, psi=2)
+    assert np.allclose(R[:, 0], [0.0, 0.5, 1.0])
+    R = rescale(np.array([[0.0], [0.1], [1.0]]), lam=0.25, psi=2)
+    # counts: g=0 -> 2, g=0.5 -> 0, g=1 -> 1; cdf 2, 2, 3; values map to 2, 2, 3
+    assert np.allclose(R[:, 0], [0.0, 0.0, 1.0])
