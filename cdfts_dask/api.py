@@ -15,6 +15,8 @@ from .normalise import minmax_normalise
 
 #: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
 DENSE_MAX_N = 2000
+DTYPES = ("float64", "float32")
+BACKENDS = ("numpy", "cupy")
 
 
 def _choose_method(method: str, n: int, client, tile_size) -> str:
@@ -40,6 +42,8 @@ def cdf_ts(
     n_workers: int | None = None,
     progress: Callable[[runner.IterationReport], None] | None = None,
     return_info: bool = False,
+    dtype: str = "float64",
+    backend: str = "numpy",
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -68,6 +72,10 @@ def cdf_ts(
     output : Zarr path to write the result to (returned opened read-only)
     progress : called with an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
+    dtype : ``"float64"`` (default, equals the oracle to 1e-9) or ``"float32"`` (tiled engine;
+        neighbourhoods exact on the float32-rounded points, positions to ~1e-5; see docs/BENCHMARKS.md)
+    backend : ``"numpy"`` (fused CPU kernels) or ``"cupy"`` (GPU workers of a
+        ``dask_cuda.LocalCUDACluster``; needs CuPy and dask-cuda)
 
     Returns
     -------
@@ -85,7 +93,12 @@ def cdf_ts(
     points = load_points(X)
     n, d = points.shape
     estimator, k = v.check_estimator(estimator, k, n)
+    dtype, backend = v.check_choice(dtype, "dtype", DTYPES), v.check_choice(backend, "backend", BACKENDS)
+    if method == "auto" and (dtype != "float64" or backend != "numpy"):
+        method = "tiled"  # float32 and the GPU exist only in the tiled engine
     method = _choose_method(method, n, client, tile_size)
+    if method == "dense" and (dtype != "float64" or backend != "numpy"):
+        raise ValueError(f"method='dense' is float64 NumPy only, got dtype={dtype!r}, backend={backend!r}")
     args = dict(
         shape=(n, d),
         lam=lam,
@@ -96,13 +109,14 @@ def cdf_ts(
         checkpoint=None if checkpoint is None else str(checkpoint),
         resume=resume,
         progress=progress,
+        dtype=dtype,
     )
     if method == "dense":
         backend = runner.DenseBackend()
         result = runner.run(backend, points, **args)
         return _finish(backend, result, output, return_info)
-    with get_client(client, n_workers) as c:
-        backend = runner.TiledBackend(c, tile_size)
+    with get_client(client, n_workers, gpu=backend == "cupy") as c:
+        backend = runner.TiledBackend(c, tile_size, dtype=dtype, backend=backend)
         result = runner.run(backend, backend.put(points), **args)
         return _finish(backend, result, output, return_info)
 
@@ -144,6 +158,8 @@ class CDFTS:
         checkpoint=None,
         resume: bool = False,
         n_workers: int | None = None,
+        dtype: str = "float64",
+        backend: str = "numpy",
     ):
         self.lam = lam
         self.delta = delta
@@ -156,6 +172,8 @@ class CDFTS:
         self.checkpoint = checkpoint
         self.resume = resume
         self.n_workers = n_workers
+        self.dtype = dtype
+        self.backend = backend
 
     @classmethod
     def _get_param_names(cls) -> list[str]:

@@ -110,13 +110,19 @@ def _normalise_on_worker(X):
 class TiledBackend:
     """The Dask engine; arrays stay on the workers as futures."""
 
-    def __init__(self, client, tile_size=None):
+    def __init__(self, client, tile_size=None, dtype: str = "float64", backend: str = "numpy"):
         self.client = client
-        self.engine = TiledEngine(client, tile_size)
+        self.backend = backend
+        self.engine = TiledEngine(client, tile_size, dtype=dtype, backend=backend)
 
     def put(self, X):
         if isinstance(X, np.ndarray):
-            return self.client.scatter(X, broadcast=True)
+            if self.backend == "cupy":  # the points live on the GPU workers from here on
+                from .gpu import to_device
+
+                return self.client.submit(to_device, self.client.scatter(X, hash=False), pure=False)
+            # hash=False: a fresh key, so a released scatter of the same data cannot race with this one
+            return self.client.scatter(X, broadcast=True, hash=False)
         return X  # already a future
 
     def normalise(self, X):
