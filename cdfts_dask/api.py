@@ -97,6 +97,8 @@ def cdf_ts(
     if method == "auto" and (dtype != "float64" or backend != "numpy"):
         method = "tiled"  # float32 and the GPU exist only in the tiled engine
     method = _choose_method(method, n, client, tile_size)
+    if backend == "cupy" and dtype != "float64":
+        raise ValueError(f"backend='cupy' supports dtype='float64' only, got dtype={dtype!r}")
     if method == "dense" and (dtype != "float64" or backend != "numpy"):
         raise ValueError(f"method='dense' is float64 NumPy only, got dtype={dtype!r}, backend={backend!r}")
     args = dict(

@@ -120,15 +120,20 @@ class TiledEngine:
         except Exception:  # pragma: no cover - exotic clients
             return 1
 
-    def step(self, X, n: int, d: int, lam: float, estimator: str, k: int | None, **kw) -> TiledStep:
-        """One iteration on the future ``X``; returns the new positions as a future."""
+    def step(
+        self, X, n: int, d: int, lam: float, estimator: str, k: int | None, *, timings: dict | None = None
+    ) -> TiledStep:
+        """One iteration on the future ``X``; returns the new positions as a future.
+
+        ``timings``: when a dict, per-pass seconds are recorded in it (benchmarks).
+        """
         if self.backend == "cupy":
             from . import gpu
 
             return gpu.step(self, X, n, d, lam, estimator, k)
         if self.backend != "numpy":
             raise ValueError(f"backend must be 'numpy' or 'cupy', got {self.backend!r}")
-        return fused_engine.step(self, X, n, d, lam, estimator, k)
+        return fused_engine.step(self, X, n, d, lam, estimator, k, timings=timings)
 
     def step_xp(self, X, n: int, d: int, lam: float, estimator: str, k: int | None) -> TiledStep:
         """The xp-generic (NumPy or CuPy) unfused iteration of :mod:`cdfts_dask.passes`."""

@@ -4,11 +4,12 @@ Passes (each a set of panel tasks; futures feed futures, so the client waits
 only once per iteration, for a few scalars):
 
 1. diameter: bounding-box pruned candidates, then the largest ``sq`` over
-   candidate pairs in triangle-balanced panels; ``m = sqrt(max sq)``;
+   candidate pairs (one task up to n = 20000, else triangle-balanced
+   panels); ``m = sqrt(max sq)``;
 2. reference: epsilon counts over the upper triangle (each unordered pair
    once, counted for both points) or the k-th neighbour distance per row;
 3. shift: per target panel, A and ``B = rho^T X`` fused over all references;
-4. finish: column range (tree), normalisation, ``sum |X_new - X_old|``.
+4. finish (one O(n d) task): column range, normalisation, ``sum |X_new - X_old|``.
 
 Sizing.  The kernels' working set is a ``BLOCK`` of 256 targets (coordinates,
 accumulators, two buffers: ``(2 d + 4) 256`` values, within L1/L2).  Panel
@@ -21,8 +22,10 @@ the panel rows.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
+from distributed import wait
 
 from . import engine as eng
 from . import fused, passes
@@ -30,13 +33,23 @@ from . import fused_passes as fp
 
 KNN_PANEL_BYTES = 64 * 2**20
 TASKS_PER_WORKER = 4
+MIN_ROWS = 256
 
 
 def panel_rows(n: int, workers: int, tile_size: int | None) -> int:
     """Rows per panel task (the ``tile_size`` override, else from n and the worker count)."""
     if tile_size:
         return max(1, min(n, tile_size))
-    return max(1, min(n, max(64, min(4096, math.ceil(n / (TASKS_PER_WORKER * workers))))))
+    return max(1, min(n, max(MIN_ROWS, min(4096, math.ceil(n / (TASKS_PER_WORKER * workers))))))
+
+
+#: below this n the diameter is one task (candidates are few; worst case n^2 / 2 sq on one core)
+DIAMETER_SINGLE_MAX_N = 20000
+
+
+def _diameter_single(X) -> float:
+    L, cand = fp.diameter_candidates(X)
+    return fp.diameter_from(L, fp.panel_max_sq(X, cand, 0, len(cand)))
 
 
 def _diameter_part(X, cand_pair, i: int, parts: int) -> float:
@@ -52,56 +65,63 @@ def _diameter(cand_pair, *maxima) -> float:
     return fp.diameter_from(cand_pair[0], *maxima)
 
 
-def _threshold(m: float, lam: float) -> float:
-    return float(fused.sq_thresholds(m, lam)[0]) if m > 0 else 0.0
-
-
-def _counts_part(X, a: int, b: int, T: float, m: float, dtype: str):
+def _counts_part(X, a: int, b: int, m: float, lam: float, dtype: str):
+    n = np.shape(X)[0]
     if m == 0:  # all points coincide: every point is in every neighbourhood
-        n = np.shape(X)[0]
         out = np.zeros(n, dtype=np.int64)
         out[a:b] = n
         return out
-    return fp.panel_counts(X, a, b, T, dtype)
-
-
-def _nb_epsilon(counts, n: int, d: int, lam: float):
-    return eng._neighbourhood_from_counts(counts, n, d, lam)
+    return fp.panel_counts(X, a, b, float(fused.sq_thresholds(m, lam)[0]), dtype)
 
 
 def _kth_part(X, a: int, b: int, k: int):
     return fp.panel_kth_distance(X, a, b, k)
 
 
-def _nb_knn(m: float, n: int, d: int, k: int, *kth):
-    return eng._neighbourhood_from_kth(np.concatenate(kth), m, n, d, k)
+def _plan_epsilon(X, m: float, lam: float, dtype: str, *count_parts):
+    n, d = np.shape(X)
+    counts = fp.sum_counts(*count_parts)
+    radius, q = eng._neighbourhood_from_counts(counts, n, d, lam)
+    return (fp.shift_plan(X, m, radius, q, dtype) if m > 0 else None), counts
 
 
-def _plan(X, m: float, nb, dtype: str):
-    if m == 0:
-        return None
-    return fp.shift_plan(X, m, nb[0], nb[1], dtype)
+def _plan_knn(X, m: float, k: int, dtype: str, *kth):
+    n, d = np.shape(X)
+    radius, q = eng._neighbourhood_from_kth(np.concatenate(kth), m, n, d, k)
+    return (fp.shift_plan(X, m, radius, q, dtype) if m > 0 else None), radius
 
 
-def _shift_part(X, a: int, b: int, plan, dtype: str):
+def _shift_part(X, a: int, b: int, plan_stats, dtype: str):
+    plan = plan_stats[0]
     if plan is None:  # all points coincide: nothing moves
         return fp.as64(fp.cast(X, dtype)[a:b])
     return fp.panel_shift(X, a, b, plan, dtype)
 
 
-def _normalise_part(Y, X, a: int, b: int, lohi, dtype: str):
-    Z, _ = passes.normalise_panel(Y, X, a, b, lohi[0], lohi[1])
+def _finish(X, dtype: str, *shifted):
+    """Min-max normalise the shifted points; ``(X_new, sum |X_new - X_old|, lo, hi)`` (O(n d))."""
+    Y = np.concatenate(shifted)
+    lo, hi = Y.min(axis=0), Y.max(axis=0)
+    Z, _ = passes.normalise_panel(Y, X, 0, Y.shape[0], lo, hi)
     Z = Z.astype(dtype, copy=False)
-    old = fp.cast(X[a:b], dtype)
-    return Z, float(np.abs(Z.astype(np.float64) - old.astype(np.float64)).sum())
+    total = float(np.abs(Z.astype(np.float64) - fp.as64(fp.cast(X, dtype))).sum())
+    return Z, total, lo, hi
 
 
-def _sum(*values) -> float:
-    return float(sum(values))
+def _summary(fin):
+    return fin[1:]
 
 
-def step(engine, X, n: int, d: int, lam: float, estimator: str, k: int | None) -> eng.TiledStep:
-    """Submit the whole iteration, then gather ``(sum |dX|, m, lo, hi)``."""
+def step(
+    engine, X, n: int, d: int, lam: float, estimator: str, k: int | None, timings: dict | None = None
+) -> eng.TiledStep:
+    """Submit the whole iteration (six task levels), then gather ``(sum |dX|, lo, hi)`` and m.
+
+    With ``timings`` (benchmarks only) the client also waits after the
+    reference pass and records ``timings["reference"]`` and ``timings["shift"]``
+    (seconds; the shift figure includes the O(n d) finish).
+    """
+    tic = time.perf_counter()
     c = engine.client
     dtype = engine.dtype
     workers = engine.workers()
@@ -110,33 +130,30 @@ def step(engine, X, n: int, d: int, lam: float, estimator: str, k: int | None) -
     nparts = len(parts)
     if dtype != "float64":  # every pass, the diameter and k-NN included, sees the rounded points
         X = c.submit(fp.cast, X, dtype)
-    cand = c.submit(fp.diameter_candidates, X)
-    dparts = max(1, min(nparts, 2 * workers))
-    maxima = [c.submit(_diameter_part, X, cand, i, dparts) for i in range(dparts)]
-    m = c.submit(_diameter, cand, *maxima)
+    if n <= DIAMETER_SINGLE_MAX_N:
+        m = c.submit(_diameter_single, X)
+    else:
+        cand = c.submit(fp.diameter_candidates, X)
+        dparts = max(1, min(nparts, 2 * workers))
+        m = c.submit(_diameter, cand, *[c.submit(_diameter_part, X, cand, i, dparts) for i in range(dparts)])
     if estimator == "epsilon":
-        T = c.submit(_threshold, m, lam)
         tri = fp.triangle_panels(n, nparts)
-        counts = eng.tree_reduce(
-            c, fp.sum_counts, [c.submit(_counts_part, X, a, b, T, m, dtype) for a, b in tri]
-        )
-        stats = counts
-        nb = c.submit(_nb_epsilon, counts, n, d, lam)
+        counts = [c.submit(_counts_part, X, a, b, m, lam, dtype) for a, b in tri]
+        plan = c.submit(_plan_epsilon, X, m, lam, dtype, *counts)
     else:
         knn_rows = rows if k + 1 <= 64 else max(1, min(rows, KNN_PANEL_BYTES // (8 * n)))
         kth = [c.submit(_kth_part, X, a, b, k) for a, b in eng.panels(n, knn_rows)]
-        nb = c.submit(_nb_knn, m, n, d, k, *kth)
-        stats = c.submit(eng._first, nb)
-    plan = c.submit(_plan, X, m, nb, dtype)
+        plan = c.submit(_plan_knn, X, m, k, dtype, *kth)
+    stats = c.submit(eng._second, plan)
+    if timings is not None:
+        wait([plan])
+        timings["reference"] = time.perf_counter() - tic
+        tic = time.perf_counter()
     shifted = [c.submit(_shift_part, X, a, b, plan, dtype) for a, b in parts]
-    lohi = eng.tree_reduce(c, eng._combine_ranges, [c.submit(passes.column_range, Y) for Y in shifted])
-    finished = [
-        c.submit(_normalise_part, Y, X, a, b, lohi, dtype) for Y, (a, b) in zip(shifted, parts, strict=True)
-    ]
-    abs_sum = eng.tree_reduce(c, _sum, [c.submit(eng._second, f) for f in finished])
-    X_new = c.submit(eng._concat, *[c.submit(eng._first, f) for f in finished])
-    total, m_value, (lo, hi) = c.gather([abs_sum, m, lohi])
+    fin = c.submit(_finish, X, dtype, *shifted)
+    X_new = c.submit(eng._first, fin)
+    (total, lo, hi), m_value = c.gather([c.submit(_summary, fin), m])
+    if timings is not None:
+        timings["shift"] = time.perf_counter() - tic
     name = "counts" if estimator == "epsilon" else "radius"
-    return eng.TiledStep(
-        X_new, stats, name, float(total) / (n * d), float(m_value), np.asarray(lo), np.asarray(hi)
-    )
+    return eng.TiledStep(X_new, stats, name, total / (n * d), float(m_value), np.asarray(lo), np.asarray(hi))

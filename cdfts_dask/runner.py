@@ -91,8 +91,17 @@ def _iteration_attrs(info: StepInfo, seconds: float) -> dict:
     return {"delta": info.delta, "m": info.m, "lo": info.lo, "hi": info.hi, "seconds": seconds}
 
 
+def _to_host(X):
+    """NumPy view/copy of a NumPy or CuPy array (GPU positions reach the host only here)."""
+    return X.get() if hasattr(X, "get") and not isinstance(X, np.ndarray) else X
+
+
 def _save_on_worker(path, t, X, stats_name, stats, attrs):
-    store.Checkpoint(path).write_iteration(t, X, {stats_name: stats}, attrs)
+    store.Checkpoint(path).write_iteration(t, _to_host(X), {stats_name: _to_host(stats)}, attrs)
+
+
+def _write_output_on_worker(path, X, attrs):
+    store.write_output_zarr(path, _to_host(X), attrs)
 
 
 def _create_on_worker(path, params, fp, X0):
@@ -117,10 +126,6 @@ class TiledBackend:
 
     def put(self, X):
         if isinstance(X, np.ndarray):
-            if self.backend == "cupy":  # the points live on the GPU workers from here on
-                from .gpu import to_device
-
-                return self.client.submit(to_device, self.client.scatter(X, hash=False), pure=False)
             # hash=False: a fresh key, so a released scatter of the same data cannot race with this one
             return self.client.scatter(X, broadcast=True, hash=False)
         return X  # already a future
@@ -147,10 +152,10 @@ class TiledBackend:
         return self.client.submit(_positions_on_worker, path, t)
 
     def fetch(self, X) -> np.ndarray:
-        return X.result()
+        return self.client.submit(_to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:
-        self.client.submit(store.write_output_zarr, path, X, attrs).result()
+        self.client.submit(_write_output_on_worker, path, X, attrs).result()
 
 
 def run(
