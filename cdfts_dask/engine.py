@@ -105,8 +105,16 @@ class TiledEngine:
     :mod:`cdfts_dask.passes` on CuPy arrays held on the GPU workers.
     """
 
-    def __init__(self, client, tile_size: int | None = None, dtype: str = "float64", backend: str = "numpy"):
+    def __init__(
+        self,
+        client,
+        tile_size: int | None = None,
+        dtype: str = "float64",
+        backend: str = "numpy",
+        symmetric: bool = False,
+    ):
         self.client = client
+        self.symmetric = symmetric
         self.tile_size = tile_size
         self.dtype = dtype
         self.backend = backend

@@ -289,3 +289,97 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
                 acc = BT[j, y0:y1]
                 for t in range(w):
                     acc[t] += rho[t] * zj
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"}, error_model="numpy", boundscheck=False)
+def _dot(x, y, w):
+    """``sum_t x[t] y[t]`` in float64, reassociated (vectorised); only rho sums use it, never ``sq``."""
+    acc = 0.0
+    for t in range(w):
+        acc += np.float64(x[t]) * np.float64(y[t])
+    return acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def shift_symmetric(X, XT, start, stop, T, Tlo, Thi, rin, a, bm, A, BT):
+    """Shift sums from the pairs (z, y > z), z in [start, stop), each pair's ``sq`` computed once.
+
+    One ``sq`` (and one ``1 / sqrt(sq)``) serves both ordered pairs:
+    ``rho(z, y)`` (reference z, target y) goes to ``A[y]``, ``BT[:, y]`` and
+    ``rho(y, z)`` to ``A[z]``, ``BT[:, z]``; self pairs (rho = 1) are added for
+    the panel rows.  ``A`` (n) and ``BT`` (d x n) are float64 partial sums over
+    all n targets.  Membership uses each reference's own threshold, as in
+    :func:`shift_accumulate`.
+    """
+    n, d = X.shape
+    one = X.dtype.type(1.0)
+    sq = np.empty(BLOCK, dtype=X.dtype)
+    rc = np.empty(BLOCK, dtype=X.dtype)
+    rr = np.empty(BLOCK, dtype=X.dtype)
+    for y0 in range(start + 1, n, BLOCK):
+        y1 = min(y0 + BLOCK, n)
+        for z in range(start, min(stop, y1 - 1)):
+            lo = max(z + 1, y0)
+            w = y1 - lo
+            if w <= 0:
+                continue
+            for t in range(w):
+                sq[t] = 0.0
+            for j in range(d):
+                zj = X[z, j]
+                col = XT[j, lo:y1]
+                for t in range(w):
+                    diff = zj - col[t]
+                    sq[t] += diff * diff
+            tlo = Tlo[z]
+            thi = Thi[z]
+            rz = rin[z]
+            az = a[z]
+            bz = bm[z]
+            tlo_y = Tlo[lo:y1]
+            thi_y = Thi[lo:y1]
+            rin_y = rin[lo:y1]
+            a_y = a[lo:y1]
+            bm_y = bm[lo:y1]
+            amb = 0
+            for t in range(w):
+                v = sq[t]
+                iv = one / np.sqrt(v)
+                r1 = rz if v <= tlo else az + bz * iv
+                r2 = rin_y[t] if v <= tlo_y[t] else a_y[t] + bm_y[t] * iv
+                rc[t] = one if v == 0 else r1
+                rr[t] = one if v == 0 else r2
+                amb += ((v > tlo) & (v <= thi)) | ((v > tlo_y[t]) & (v <= thi_y[t]))
+            if amb:
+                for t in range(w):
+                    v = sq[t]
+                    if v == 0:
+                        continue
+                    if v > tlo and v <= thi:
+                        rc[t] = rz if _sq64(X, z, XT, lo + t) <= T[z] else az + bz / np.sqrt(v)
+                    if v > tlo_y[t] and v <= thi_y[t]:
+                        y = lo + t
+                        rr[t] = rin[y] if _sq64(X, z, XT, y) <= T[y] else a[y] + bm[y] / np.sqrt(v)
+            Ay = A[lo:y1]
+            for t in range(w):
+                Ay[t] += rc[t]
+            A[z] += _sum(rr, w)
+            for j in range(d):
+                zj = np.float64(X[z, j])
+                col = XT[j, lo:y1]
+                acc = BT[j, lo:y1]
+                for t in range(w):
+                    acc[t] += rc[t] * zj
+                BT[j, z] += _dot(rr, col, w)
+    for z in range(start, stop):
+        A[z] += 1.0
+        for j in range(d):
+            BT[j, z] += np.float64(X[z, j])
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"}, error_model="numpy", boundscheck=False)
+def _sum(x, w):
+    acc = 0.0
+    for t in range(w):
+        acc += np.float64(x[t])
+    return acc

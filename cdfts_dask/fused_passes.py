@@ -130,3 +130,48 @@ def panel_shift(X, start: int, stop: int, plan: ShiftPlan, dtype: str):
     fused.shift_accumulate(Xc, YT, plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, A, BT)
     Y = as64(Xc[start:stop])
     return plan.mean + Y * (A / n)[:, None] - BT.T / n
+
+
+def panel_shift_symmetric(X, start: int, stop: int, plan: ShiftPlan, dtype: str):
+    """Partial ``(A, BT)`` (float64, all n targets) from the pairs (z, y > z), z in [start, stop).
+
+    Each unordered pair's ``sq`` and ``1 / sqrt(sq)`` serve both ``rho(z, y)``
+    and ``rho(y, z)`` (S is symmetric, rho is not); the panels are triangle-balanced.
+    """
+    Xc = cast(X, dtype)
+    n, d = Xc.shape
+    A = np.zeros(n)
+    BT = np.zeros((d, n))
+    fused.shift_symmetric(
+        Xc,
+        np.ascontiguousarray(Xc.T),
+        start,
+        stop,
+        plan.T,
+        plan.Tlo,
+        plan.Thi,
+        plan.rin,
+        plan.a,
+        plan.bm,
+        A,
+        BT,
+    )
+    return A, BT
+
+
+def sum_partials(*parts):
+    """Sum of ``(A, BT)`` partials."""
+    A = parts[0][0].copy()
+    BT = parts[0][1].copy()
+    for a, bt in parts[1:]:
+        A += a
+        BT += bt
+    return A, BT
+
+
+def shifted_from_partials(X, plan: ShiftPlan, partials, dtype: str):
+    """``y_new = mean(X) + y A(y) / n - B(y) / n`` for all points from summed partials."""
+    Y = as64(cast(X, dtype))
+    A, BT = partials
+    n = Y.shape[0]
+    return plan.mean + Y * (A / n)[:, None] - BT.T / n

@@ -137,3 +137,21 @@ def test_default_tile_size_one_worker(client1):
     ref = cdf_ts_dense(X, delta=1e-12, max_iter=2)
     out = cdf_ts(X, delta=1e-12, max_iter=2, method="tiled", client=client1)
     assert np.abs(out - ref.X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 4)])
+def test_engine_shift_variants(client, symmetric, dtype, estimator, k):
+    """Both shift layouts (symmetric pairs / target panels), one TiledEngine.step against the oracle."""
+    from cdfts_dask.engine import TiledEngine
+
+    X = oracle.minmax_normalise(_awkward(211, 3, seed=11))[0]
+    ref = oracle.cdf_ts_step(fp.as64(fp.cast(X, dtype)), 0.1, estimator, k)
+    eng = TiledEngine(client, 50, dtype=dtype, symmetric=symmetric)
+    st = eng.step(client.scatter(X, broadcast=True, hash=False), 211, 3, 0.1, estimator, k)
+    tol = 1e-9 if dtype == "float64" else 1e-6
+    assert np.abs(st.X.result() - ref.X).max() <= tol
+    assert abs(st.delta - ref.delta) <= tol and st.m == ref.neighbourhood.m
+    expected = ref.neighbourhood.counts if estimator == "epsilon" else ref.neighbourhood.radius
+    np.testing.assert_array_equal(st.stats.result(), expected)
