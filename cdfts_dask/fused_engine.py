@@ -157,6 +157,14 @@ def step(
     c = engine.client
     dtype = engine.dtype
     workers = engine.workers()
+    addresses = sorted(c.scheduler_info()["workers"]) or [None]
+
+    def on(i: int) -> dict:
+        """Round-robin placement of panel i (equal-work panels): locality heuristics would pile
+        tasks onto the worker holding a small shared input (m, the plan)."""
+        addr = addresses[i % len(addresses)]
+        return {} if addr is None else {"workers": [addr], "allow_other_workers": True}
+
     rows = panel_rows(n, workers, engine.tile_size)
     parts = eng.panels(n, rows)
     nparts = len(parts)
@@ -167,14 +175,15 @@ def step(
     else:
         cand = c.submit(fp.diameter_candidates, X)
         dparts = max(1, min(nparts, 2 * workers))
-        m = c.submit(_diameter, cand, *[c.submit(_diameter_part, X, cand, i, dparts) for i in range(dparts)])
+        maxima = [c.submit(_diameter_part, X, cand, i, dparts, **on(i)) for i in range(dparts)]
+        m = c.submit(_diameter, cand, *maxima)
     if estimator == "epsilon":
         tri = fp.triangle_panels(n, nparts)
-        counts = [c.submit(_counts_part, X, a, b, m, lam, dtype) for a, b in tri]
+        counts = [c.submit(_counts_part, X, a, b, m, lam, dtype, **on(i)) for i, (a, b) in enumerate(tri)]
         plan = c.submit(_plan_epsilon, X, m, lam, dtype, *counts)
     else:
         knn_rows = rows if k + 1 <= 64 else max(1, min(rows, KNN_PANEL_BYTES // (8 * n)))
-        kth = [c.submit(_kth_part, X, a, b, k) for a, b in eng.panels(n, knn_rows)]
+        kth = [c.submit(_kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(eng.panels(n, knn_rows))]
         plan = c.submit(_plan_knn, X, m, k, dtype, *kth)
     stats = c.submit(eng._second, plan)
     if timings is not None:
@@ -188,7 +197,7 @@ def step(
         )
         fin = c.submit(_finish_symmetric, X, plan, dtype, partials)
     else:
-        shifted = [c.submit(_shift_part, X, a, b, plan, dtype) for a, b in parts]
+        shifted = [c.submit(_shift_part, X, a, b, plan, dtype, **on(i)) for i, (a, b) in enumerate(parts)]
         fin = c.submit(_finish, X, dtype, *shifted)
     X_new = c.submit(eng._first, fin)
     (total, lo, hi), m_value = c.gather([c.submit(_summary, fin), m])
