@@ -237,6 +237,24 @@ def kth_smallest_sq(X, XT, start, stop, k):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _rho_row(sq, rho, w, X, z, YT, y0, T, tlo, thi, rz, az, bz):
+    """rho(z, y) for one reference z over a target block (exact membership, guard band re-check)."""
+    one = rho.dtype.type(1.0)
+    amb = 0
+    for t in range(w):
+        v = sq[t]
+        out = az + bz / np.sqrt(v)
+        r = rz if v <= tlo else out
+        rho[t] = one if v == 0 else r
+        amb += (v > tlo) & (v <= thi)
+    if amb:
+        for t in range(w):
+            v = sq[t]
+            if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
+                rho[t] = rz
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
     """Accumulate ``A(y) += sum_z rho(z, y)`` and ``BT[:, y] += sum_z rho(z, y) z`` over all refs z.
 
@@ -246,49 +264,65 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
     and rho outside ``= a[z] + bm[z] / sqrt(sq)`` (the oracle's
     ``((s - lam) (1 - q) / (1 - lam) + q) / s`` with ``s = sqrt(sq) / m``);
     rho = 1 where sq = 0.
+
+    References are taken two at a time (register blocking): one load of each
+    target coordinate serves both ``sq`` sums, and A and B are read and
+    written once per pair of references.  Every target sees the same sequence
+    of operations, so duplicate targets get bit-identical sums.
     """
     n, d = X.shape
     nt = YT.shape[1]
-    one = X.dtype.type(1.0)
-    sq = np.empty(BLOCK, dtype=X.dtype)
-    rho = np.empty(BLOCK, dtype=X.dtype)
+    sq0 = np.empty(BLOCK, dtype=X.dtype)
+    sq1 = np.empty(BLOCK, dtype=X.dtype)
+    r0 = np.empty(BLOCK, dtype=X.dtype)
+    r1 = np.empty(BLOCK, dtype=X.dtype)
     for y0 in range(0, nt, BLOCK):
         y1 = min(y0 + BLOCK, nt)
         w = y1 - y0
-        for z in range(n):
+        Ab = A[y0:y1]
+        for z in range(0, n - 1, 2):
+            zb = z + 1
             for t in range(w):
-                sq[t] = 0.0
+                sq0[t] = 0.0
+                sq1[t] = 0.0
             for j in range(d):
-                zj = X[z, j]
+                za = X[z, j]
+                zc = X[zb, j]
                 col = YT[j, y0:y1]
                 for t in range(w):
-                    diff = zj - col[t]
-                    sq[t] += diff * diff
-            tlo = Tlo[z]
-            thi = Thi[z]
-            rz = rin[z]
-            az = a[z]
-            bz = bm[z]
-            amb = 0
+                    c = col[t]
+                    d0 = za - c
+                    d1 = zc - c
+                    sq0[t] += d0 * d0
+                    sq1[t] += d1 * d1
+            _rho_row(sq0, r0, w, X, z, YT, y0, T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z])
+            _rho_row(sq1, r1, w, X, zb, YT, y0, T[zb], Tlo[zb], Thi[zb], rin[zb], a[zb], bm[zb])
             for t in range(w):
-                v = sq[t]
-                out = az + bz / np.sqrt(v)
-                r = rz if v <= tlo else out
-                rho[t] = one if v == 0 else r
-                amb += (v > tlo) & (v <= thi)
-            if amb:
-                for t in range(w):
-                    v = sq[t]
-                    if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T[z]:
-                        rho[t] = rz
-            Ab = A[y0:y1]
-            for t in range(w):
-                Ab[t] += rho[t]
+                Ab[t] += np.float64(r0[t]) + np.float64(r1[t])
             for j in range(d):
-                zj = np.float64(X[z, j])
+                za = np.float64(X[z, j])
+                zc = np.float64(X[zb, j])
                 acc = BT[j, y0:y1]
                 for t in range(w):
-                    acc[t] += rho[t] * zj
+                    acc[t] += r0[t] * za + r1[t] * zc
+        if n % 2:  # the last reference alone
+            z = n - 1
+            for t in range(w):
+                sq0[t] = 0.0
+            for j in range(d):
+                za = X[z, j]
+                col = YT[j, y0:y1]
+                for t in range(w):
+                    d0 = za - col[t]
+                    sq0[t] += d0 * d0
+            _rho_row(sq0, r0, w, X, z, YT, y0, T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z])
+            for t in range(w):
+                Ab[t] += r0[t]
+            for j in range(d):
+                za = np.float64(X[z, j])
+                acc = BT[j, y0:y1]
+                for t in range(w):
+                    acc[t] += r0[t] * za
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"}, error_model="numpy", boundscheck=False)
