@@ -27,6 +27,9 @@ from numba import njit
 
 #: targets per inner block: the block's coordinates, accumulators and buffers stay in L1
 BLOCK = 256
+#: references per outer chunk of the shift pass (even; 2048 x d values stay in L2 while the
+#: target panel's blocks sweep them); each target still sums references in order 0..n-1
+REF_CHUNK = 2048
 
 
 def sq_thresholds(m: float, radius) -> np.ndarray:
@@ -265,22 +268,32 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
     ``((s - lam) (1 - q) / (1 - lam) + q) / s`` with ``s = sqrt(sq) / m``);
     rho = 1 where sq = 0.
 
-    References are taken two at a time (register blocking): one load of each
+    References are swept in chunks of ``REF_CHUNK`` (cache blocking) and taken
+    two at a time (register blocking): one load of each
     target coordinate serves both ``sq`` sums, and A and B are read and
     written once per pair of references.  Every target sees the same sequence
     of operations, so duplicate targets get bit-identical sums.
     """
-    n, d = X.shape
-    nt = YT.shape[1]
+    n = X.shape[0]
     sq0 = np.empty(BLOCK, dtype=X.dtype)
     sq1 = np.empty(BLOCK, dtype=X.dtype)
     r0 = np.empty(BLOCK, dtype=X.dtype)
     r1 = np.empty(BLOCK, dtype=X.dtype)
+    for c0 in range(0, n, REF_CHUNK):
+        c1 = min(c0 + REF_CHUNK, n)
+        _shift_chunk(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, c0, c1, sq0, sq1, r0, r1)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _shift_chunk(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, c0, c1, sq0, sq1, r0, r1):
+    """References [c0, c1) against every target block (the chunk stays in L2 meanwhile)."""
+    d = X.shape[1]
+    nt = YT.shape[1]
     for y0 in range(0, nt, BLOCK):
         y1 = min(y0 + BLOCK, nt)
         w = y1 - y0
         Ab = A[y0:y1]
-        for z in range(0, n - 1, 2):
+        for z in range(c0, c1 - 1, 2):
             zb = z + 1
             for t in range(w):
                 sq0[t] = 0.0
@@ -305,8 +318,8 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
                 acc = BT[j, y0:y1]
                 for t in range(w):
                     acc[t] += r0[t] * za + r1[t] * zc
-        if n % 2:  # the last reference alone
-            z = n - 1
+        if (c1 - c0) % 2:  # the chunk's last reference alone
+            z = c1 - 1
             for t in range(w):
                 sq0[t] = 0.0
             for j in range(d):
