@@ -14,6 +14,10 @@ data placement excluded; the timed run is the best of ``repeat``).  Reported:
   processes competing for the cores);
 * ``peak_mib``: peak resident memory summed over the worker processes
   (``VmHWM``; includes each worker's ~200 MiB interpreter, Dask and numba baseline);
+* ``cores``: cores the workers actually got, measured right after (all
+  workers spinning at once: CPU seconds / wall seconds); equals the worker
+  count on an idle machine, less when other processes share the cores, and
+  bounds the wall-clock worker scaling;
 * ``x_oracle``: speed-up over one iteration of the dense NumPy oracle
   (:func:`cdfts_dask.oracle.cdf_ts_step`) on the same data, in this process
   (skipped above ``oracle_max``);
@@ -43,7 +47,7 @@ from .normalise import minmax_normalise
 
 COLUMNS = [
     "n", "d", "dtype", "workers", "s_iter", "ref_pps", "shift_pps", "pps", "cpu_s", "cpu_max",
-    "peak_mib", "x_oracle", "x_gemm", "x_1w", "x_1w_cpu",
+    "peak_mib", "cores", "x_oracle", "x_gemm", "x_1w", "x_1w_cpu",
 ]  # fmt: skip
 
 
@@ -60,6 +64,7 @@ class Row:
     cpu_s: float
     cpu_max: float
     peak_mib: float
+    cores: float
     x_oracle: float | None = None
     x_gemm: float | None = None
     x_1w: float | None = None
@@ -100,6 +105,26 @@ def oracle_seconds(X: np.ndarray, lam: float, estimator: str, k: int | None) -> 
     return _timed(lambda: oracle.cdf_ts_step(X, lam, estimator, k))
 
 
+def _busy(seconds: float) -> float:
+    """Spin for ``seconds`` of CPU time; return it."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+    return time.process_time() - t0
+
+
+def core_capacity(client, seconds: float = 0.5) -> float:
+    """Cores the workers actually get: CPU seconds of all workers spinning at once / wall seconds.
+
+    Equals the worker count on an idle machine; less when other processes share the cores.
+    """
+    addresses = sorted(client.scheduler_info()["workers"])
+    tic = time.perf_counter()
+    futures = [client.submit(_busy, seconds, workers=[a], pure=False) for a in addresses]
+    cpu = sum(client.gather(futures))
+    return cpu / (time.perf_counter() - tic)
+
+
 def _peak_rss_mib() -> float:
     """This process's resident-memory high-water mark (``VmHWM``; ``ru_maxrss`` would include
     the parent's peak from before ``exec``, which a spawned worker inherits)."""
@@ -122,8 +147,8 @@ def engine_iteration(
     k: int | None,
     repeat: int = 3,
     tile_size: int | None = None,
-) -> tuple[float, float, float, float, float, float]:
-    """``(s_iter, reference s, shift s, worker CPU s summed, largest worker CPU s, peak MiB)``.
+) -> tuple[float, float, float, float, float, float, float]:
+    """``(s_iter, reference s, shift s, worker CPU s summed, largest worker CPU s, peak MiB, cores)``.
 
     Measured on a fresh local cluster; the best of ``repeat`` iterations."""
     from distributed import Client, LocalCluster
@@ -150,7 +175,8 @@ def engine_iteration(
             cpu = [cpu1[w] - cpu0[w] for w in cpu0]
             best = min(best, (total, timings["reference"], timings["shift"], sum(cpu), max(cpu)))
         peak = sum(c.run(_peak_rss_mib).values())
-    return (*best, peak)
+        cores = core_capacity(c)
+    return (*best, peak, cores)
 
 
 def run(
@@ -176,11 +202,13 @@ def run(
         for dtype in dtypes:
             one_worker = None
             for w in workers:
-                s, ref, shift, cpu, cpu_max, peak = engine_iteration(
+                s, ref, shift, cpu, cpu_max, peak, cores = engine_iteration(
                     X, w, dtype, lam, estimator, kk, repeat, tile_size
                 )
                 pairs = float(n) * n
-                row = Row(n, d, dtype, w, s, pairs / ref, pairs / shift, 2 * pairs / s, cpu, cpu_max, peak)
+                row = Row(
+                    n, d, dtype, w, s, pairs / ref, pairs / shift, 2 * pairs / s, cpu, cpu_max, peak, cores
+                )
                 row.x_oracle = t_oracle / s if t_oracle else None
                 row.x_gemm = row.pps * flops_per_pair(d) / gemm
                 if w == 1:
@@ -204,7 +232,7 @@ def format_row(row: Row) -> str:
     return (
         f"{row.n:>7d} {row.d:>3d} {row.dtype:>8s} {row.workers:>7d} {row.s_iter:>9.4f} {row.ref_pps:>9.3g} "
         f"{row.shift_pps:>9.3g} {row.pps:>9.3g} {row.cpu_s:>8.3f} {row.cpu_max:>8.3f} "
-        f"{row.peak_mib:>8.0f} "
+        f"{row.peak_mib:>8.0f} {row.cores:>5.2f} "
         f"{f('x_oracle', '>8.1f')} {f('x_gemm', '>6.3f')} {f('x_1w', '>5.2f')} {f('x_1w_cpu', '>8.2f')}"
     )
 
@@ -212,7 +240,7 @@ def format_row(row: Row) -> str:
 def header() -> str:
     return (
         f"{'n':>7s} {'d':>3s} {'dtype':>8s} {'workers':>7s} {'s_iter':>9s} {'ref_pps':>9s} "
-        f"{'shift_pps':>9s} {'pps':>9s} {'cpu_s':>8s} {'cpu_max':>8s} {'peak_mib':>8s} {'x_oracle':>8s} "
-        f"{'x_gemm':>6s} "
+        f"{'shift_pps':>9s} {'pps':>9s} {'cpu_s':>8s} {'cpu_max':>8s} {'peak_mib':>8s} {'cores':>5s} "
+        f"{'x_oracle':>8s} {'x_gemm':>6s} "
         f"{'x_1w':>5s} {'x_1w_cpu':>8s}"
     )
