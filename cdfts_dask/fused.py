@@ -430,3 +430,46 @@ def _sum(x, w):
     for t in range(w):
         acc += np.float64(x[t])
     return acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def block_max_sq(X, order, bounds, lo, hi, best, b0, b1):
+    """Largest float64 ``sq`` over pairs in block pairs (I, J >= I), b0 <= I < b1, pruned by bounding boxes.
+
+    Block I holds the points ``order[bounds[I]:bounds[I + 1]]`` with box ``lo[I]..hi[I]``.
+    No pair of I x J can exceed ``sum_j max(hi_I - lo_J, hi_J - lo_I)^2`` (inflated by
+    1e-9 against rounding), so a block pair whose bound is below the running
+    maximum ``best`` (initially a true pair's ``sq``) is skipped; the rest are
+    computed exactly, column by column, as the oracle does.
+    """
+    d = X.shape[1]
+    nb = bounds.shape[0] - 1
+    buf = np.empty((d, BLOCK))
+    sq = np.empty(BLOCK)
+    for bi in range(b0, b1):
+        for bj in range(bi, nb):
+            ub = 0.0
+            for j in range(d):
+                e = max(hi[bi, j] - lo[bj, j], hi[bj, j] - lo[bi, j])
+                ub += e * e
+            if ub * (1.0 + 1e-9) + 1e-300 < best:
+                continue
+            q0 = bounds[bj]
+            w = bounds[bj + 1] - q0
+            for j in range(d):
+                for t in range(w):
+                    buf[j, t] = np.float64(X[order[q0 + t], j])
+            for pi in range(bounds[bi], bounds[bi + 1]):
+                p = order[pi]
+                for t in range(w):
+                    sq[t] = 0.0
+                for j in range(d):
+                    xj = np.float64(X[p, j])
+                    row = buf[j]
+                    for t in range(w):
+                        diff = xj - row[t]
+                        sq[t] += diff * diff
+                for t in range(w):
+                    if sq[t] > best:
+                        best = sq[t]
+    return best

@@ -3,9 +3,9 @@
 Passes (each a set of panel tasks; futures feed futures, so the client waits
 only once per iteration, for a few scalars):
 
-1. diameter: bounding-box pruned candidates, then the largest ``sq`` over
-   candidate pairs (one task up to n = 20000, else triangle-balanced
-   panels); ``m = sqrt(max sq)``;
+1. diameter: the largest ``sq`` over pairs of k-d blocks whose bounding
+   boxes can beat the running maximum (one task up to n = 20000, else
+   ``2 x workers`` triangle-balanced parts); ``m = sqrt(max sq)``;
 2. reference: epsilon counts over the upper triangle (each unordered pair
    once, counted for both points) or the k-th neighbour distance per row;
 3. shift: A and ``B = rho^T X`` fused with the distances, per target panel
@@ -52,26 +52,13 @@ def panel_rows(n: int, workers: int, tile_size: int | None) -> int:
     return max(1, min(n, max(MIN_ROWS, min(4096, math.ceil(n / (TASKS_PER_WORKER * workers))))))
 
 
-#: below this n the diameter is one task (candidates are few; worst case n^2 / 2 sq on one core)
+#: up to this n the diameter is one task (worst case n^2 / 2 sq on one core, ~0.3 s)
 DIAMETER_SINGLE_MAX_N = 20000
 
 
-def _diameter_single(X) -> float:
-    L, cand = fp.diameter_candidates(X)
-    return fp.diameter_from(L, fp.panel_max_sq(X, cand, 0, len(cand)))
-
-
-def _diameter_part(X, cand_pair, i: int, parts: int) -> float:
-    L, cand = cand_pair
-    spans = fp.triangle_panels(len(cand), parts)
-    if i >= len(spans):
-        return L
-    a, b = spans[i]
-    return fp.panel_max_sq(X, cand, a, b)
-
-
-def _diameter(cand_pair, *maxima) -> float:
-    return fp.diameter_from(cand_pair[0], *maxima)
+def _diameter(*maxima) -> float:
+    """``m = sqrt(max sq)`` over the parts' maxima (each at least a true pair's sq)."""
+    return fp.diameter_from(0.0, *maxima)
 
 
 def _counts_part(X, a: int, b: int, m: float, lam: float, dtype: str):
@@ -170,13 +157,8 @@ def step(
     nparts = len(parts)
     if dtype != "float64":  # every pass, the diameter and k-NN included, sees the rounded points
         X = c.submit(fp.cast, X, dtype)
-    if n <= DIAMETER_SINGLE_MAX_N:
-        m = c.submit(_diameter_single, X)
-    else:
-        cand = c.submit(fp.diameter_candidates, X)
-        dparts = max(1, min(nparts, 2 * workers))
-        maxima = [c.submit(_diameter_part, X, cand, i, dparts, **on(i)) for i in range(dparts)]
-        m = c.submit(_diameter, cand, *maxima)
+    dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else 2 * len(addresses)
+    m = c.submit(_diameter, *[c.submit(fp.diameter_blocks, X, i, dparts, **on(i)) for i in range(dparts)])
     if estimator == "epsilon":
         tri = fp.triangle_panels(n, nparts)
         counts = [c.submit(_counts_part, X, a, b, m, lam, dtype, **on(i)) for i, (a, b) in enumerate(tri)]

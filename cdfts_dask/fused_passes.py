@@ -50,6 +50,50 @@ def panel_max_sq(X, cand, start: int, stop: int) -> float:
     return float(fused.max_sq_upper(X64, XT, np.asarray(cand, dtype=np.int64), start, stop))
 
 
+def kd_order(X64: np.ndarray, leaf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point order and block bounds of a k-d split: halve at the median of the widest column
+    until blocks hold at most ``leaf`` points (compact blocks give tight bounding boxes)."""
+    n = X64.shape[0]
+    order = np.arange(n)
+    stack = [(0, n)]
+    bounds = []
+    while stack:
+        a, b = stack.pop()
+        if b - a <= leaf:
+            bounds.append(a)
+            continue
+        idx = order[a:b]
+        pts = X64[idx]
+        col = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+        half = (b - a) // 2
+        part = np.argpartition(pts[:, col], half, kind="introselect")
+        order[a:b] = idx[part]
+        stack.append((a + half, b))
+        stack.append((a, a + half))
+    starts = np.array(sorted(bounds) + [n], dtype=np.int64)
+    return order.astype(np.int64), starts
+
+
+def diameter_blocks(X, part: int, parts: int) -> float:
+    """Largest float64 sq over this part's share of block pairs (bounding-box pruned).
+
+    Deterministic set-up repeated by every part (O(n d log n)): a lower bound
+    L from farthest-point sweeps, k-d blocks of at most ``BLOCK`` points and
+    their bounding boxes.  Parts split the block-pair triangle evenly.
+    """
+    X64 = as64(X)
+    L, _ = fused.diameter_candidates(X64)
+    order, bounds = kd_order(X64, fused.BLOCK)
+    Xs = X64[order]
+    lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
+    hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
+    spans = triangle_panels(len(bounds) - 1, parts)
+    if part >= len(spans):
+        return L
+    b0, b1 = spans[part]
+    return float(fused.block_max_sq(X64, order, bounds, lo, hi, L, b0, b1))
+
+
 def diameter_from(L: float, *maxima: float) -> float:
     """``m = sqrt(max sq)``: sqrt is monotone and correctly rounded, so this is the oracle's ``max S``."""
     return float(np.sqrt(max((L, *maxima))))

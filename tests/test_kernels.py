@@ -155,3 +155,14 @@ def test_engine_shift_variants(client, symmetric, dtype, estimator, k):
     assert abs(st.delta - ref.delta) <= tol and st.m == ref.neighbourhood.m
     expected = ref.neighbourhood.counts if estimator == "epsilon" else ref.neighbourhood.radius
     np.testing.assert_array_equal(st.stats.result(), expected)
+
+
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (17, 3), (600, 4), (1500, 8)])
+def test_block_pruned_diameter_is_exact(n, d):
+    """k-d block bounding boxes prune pairs but the maximum equals the oracle's ``max S`` bit for bit."""
+    for X in (_blobs(n, d, seed=n), _awkward(n, d, seed=n), np.ones((n, d))):
+        X = oracle.minmax_normalise(X)[0]
+        expected = oracle.pairwise_distances(X).max()
+        for parts in (1, 3):
+            maxima = [fp.diameter_blocks(X, i, parts) for i in range(parts)]
+            assert fp.diameter_from(0.0, *maxima) == expected
