@@ -244,3 +244,36 @@ def header() -> str:
         f"{'x_oracle':>8s} {'x_gemm':>6s} "
         f"{'x_1w':>5s} {'x_1w_cpu':>8s}"
     )
+
+
+def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> dict:
+    """Thread CPU seconds of each fused kernel on one core, no Dask (immune to other processes).
+
+    Returns seconds and pair rates of the diameter (k-d pruned), the count pass
+    (n^2 / 2 unordered pairs) and the shift pass (n^2 ordered pairs).
+    """
+    from . import fused
+    from . import fused_passes as fp
+
+    X = fp.cast(data(n, d), dtype)
+
+    def cpu(f):
+        t0 = time.thread_time()
+        out = f()
+        return time.thread_time() - t0, out
+
+    fp.panel_counts(X[: min(n, 300)], 0, min(n, 300), 0.01, dtype)  # compile / load caches
+    t_diam, sq_max = cpu(lambda: fp.diameter_blocks(X, 0, 1))
+    m = fp.diameter_from(0.0, sq_max)
+    T = float(fused.sq_thresholds(m, lam)[0])
+    t_count, counts = cpu(lambda: fp.panel_counts(X, 0, n, T, dtype))
+    plan = fp.shift_plan(X, m, np.full(n, lam), (counts / n) ** (1.0 / d), dtype)
+    fp.panel_shift(X, 0, min(n, 300), plan, dtype)
+    t_shift, _ = cpu(lambda: fp.panel_shift(X, 0, n, plan, dtype))
+    return {
+        "diameter_s": t_diam,
+        "count_s": t_count,
+        "count_pairs_per_s": n * n / 2 / t_count,
+        "shift_s": t_shift,
+        "shift_pairs_per_s": n * n / t_shift,
+    }

@@ -4,7 +4,7 @@ Passes (each a set of panel tasks; futures feed futures, so the client waits
 only once per iteration, for a few scalars):
 
 1. diameter: the largest ``sq`` over pairs of k-d blocks whose bounding
-   boxes can beat the running maximum (one task up to n = 20000, else
+   boxes can beat the running maximum (one task up to n = 4096, else
    ``2 x workers`` triangle-balanced parts); ``m = sqrt(max sq)``;
 2. reference: epsilon counts over the upper triangle (each unordered pair
    once, counted for both points) or the k-th neighbour distance per row;
@@ -52,8 +52,8 @@ def panel_rows(n: int, workers: int, tile_size: int | None) -> int:
     return max(1, min(n, max(MIN_ROWS, min(4096, math.ceil(n / (TASKS_PER_WORKER * workers))))))
 
 
-#: up to this n the diameter is one task (worst case n^2 / 2 sq on one core, ~0.3 s)
-DIAMETER_SINGLE_MAX_N = 20000
+#: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms); above, 2 parts per worker
+DIAMETER_SINGLE_MAX_N = 4096
 
 
 def _diameter(*maxima) -> float:

@@ -166,3 +166,14 @@ def test_block_pruned_diameter_is_exact(n, d):
         for parts in (1, 3):
             maxima = [fp.diameter_blocks(X, i, parts) for i in range(parts)]
             assert fp.diameter_from(0.0, *maxima) == expected
+
+
+def test_engine_above_single_task_diameter(client):
+    """n above DIAMETER_SINGLE_MAX_N: the diameter is split into parts across the workers."""
+    from cdfts_dask.fused_engine import DIAMETER_SINGLE_MAX_N
+
+    n = DIAMETER_SINGLE_MAX_N + 100
+    X = _awkward(n, 2, seed=3)
+    ref = cdf_ts_dense(X, delta=1e-12, max_iter=1)
+    out = cdf_ts(X, delta=1e-12, max_iter=1, method="tiled", client=client)
+    assert np.abs(out - ref.X).max() <= 1e-9

@@ -37,6 +37,11 @@ def register(sub) -> None:
     p.add_argument("--repeat", type=int, default=3, help="timed iterations per configuration (best kept)")
     p.add_argument("--oracle-max", type=int, default=10000, help="skip the dense oracle above this n")
     p.add_argument("--tile-size", type=int, default=None, help="panel rows (default: from n and workers)")
+    p.add_argument(
+        "--kernels",
+        action="store_true",
+        help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,6 +59,17 @@ def run(args) -> int:
             raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.kernels:
+        for n in args.sizes:
+            for t in dtypes:
+                r = bench.kernel_profile(n, args.dims, t, args.lam)
+                print(
+                    f"n={n} d={args.dims} {t}: diameter {r['diameter_s']:.3f} s; counts {r['count_s']:.3f} s "
+                    f"({r['count_pairs_per_s']:.3g} pairs/s); shift {r['shift_s']:.3f} s "
+                    f"({r['shift_pairs_per_s']:.3g} pairs/s)",
+                    flush=True,
+                )
+        return 0
     print(bench.header(), flush=True)
     _, gemm = bench.run(
         args.sizes, d=args.dims, dtypes=dtypes, workers=tuple(args.workers), lam=args.lam,
