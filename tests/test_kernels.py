@@ -177,3 +177,15 @@ def test_engine_above_single_task_diameter(client):
     ref = cdf_ts_dense(X, delta=1e-12, max_iter=1)
     out = cdf_ts(X, delta=1e-12, max_iter=1, method="tiled", client=client)
     assert np.abs(out - ref.X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
+def test_unfused_xp_engine_path(client, estimator, k):
+    """The xp-generic unfused path (the GPU backend's building blocks) on NumPy still equals the oracle."""
+    from cdfts_dask.engine import TiledEngine
+
+    X = oracle.minmax_normalise(_awkward(150, 3, seed=4))[0]
+    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
+    Xf = client.scatter(X, broadcast=True, hash=False)
+    st = TiledEngine(client, 40).step_xp(Xf, 150, 3, 0.1, estimator, k)
+    assert np.abs(st.X.result() - ref.X).max() <= 1e-9
