@@ -16,6 +16,8 @@ from .normalise import minmax_normalise
 
 #: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
 DENSE_MAX_N = 2000
+DTYPES = ("float64", "float32")
+BACKENDS = ("numpy", "cupy")
 
 
 def _choose_method(method: str, n: int, client, tile_size) -> str:
@@ -41,6 +43,8 @@ def cdf_ts(
     n_workers: int | None = None,
     progress: Callable[[runner.IterationReport], None] | None = None,
     return_info: bool = False,
+    dtype: str = "float64",
+    backend: str = "numpy",
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -69,6 +73,10 @@ def cdf_ts(
     output : Zarr path to write the result to (returned opened read-only)
     progress : called with an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
+    dtype : ``"float64"`` (default, equals the oracle to 1e-9) or ``"float32"`` (tiled engine;
+        neighbourhoods exact on the float32-rounded points, positions to ~1e-5; see docs/BENCHMARKS.md)
+    backend : ``"numpy"`` (fused CPU kernels) or ``"cupy"`` (GPU workers of a
+        ``dask_cuda.LocalCUDACluster``; needs CuPy and dask-cuda)
 
     Returns
     -------
@@ -87,7 +95,14 @@ def cdf_ts(
     points = load_points(X) if lazy is None else None
     n, d = points.shape if lazy is None else lazy.shape
     estimator, k = v.check_estimator(estimator, k, n)
+    dtype, backend = v.check_choice(dtype, "dtype", DTYPES), v.check_choice(backend, "backend", BACKENDS)
+    if method == "auto" and (dtype != "float64" or backend != "numpy"):
+        method = "tiled"  # float32 and the GPU exist only in the tiled engine
     method = _choose_method(method, n, client, tile_size)
+    if backend == "cupy" and dtype != "float64":
+        raise ValueError(f"backend='cupy' supports dtype='float64' only, got dtype={dtype!r}")
+    if method == "dense" and (dtype != "float64" or backend != "numpy"):
+        raise ValueError(f"method='dense' is float64 NumPy only, got dtype={dtype!r}, backend={backend!r}")
     args = dict(
         shape=(n, d),
         lam=lam,
@@ -98,17 +113,16 @@ def cdf_ts(
         checkpoint=None if checkpoint is None else str(checkpoint),
         resume=resume,
         progress=progress,
+        dtype=dtype,
     )
     if method == "dense":
         points = lazy.load() if points is None else points
-        backend = runner.DenseBackend()
-        result = runner.run(backend, points, **args)
-        return _finish(backend, result, output, return_info)
-    with get_client(client, n_workers) as c:
-        backend = runner.TiledBackend(c, tile_size)
-        handle = backend.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
-        result = runner.run(backend, handle, **args)
-        return _finish(backend, result, output, return_info)
+        dense = runner.DenseBackend()
+        return _finish(dense, runner.run(dense, points, **args), output, return_info)
+    with get_client(client, n_workers, gpu=backend == "cupy") as c:
+        tiled = runner.TiledBackend(c, tile_size, dtype=dtype, backend=backend)
+        handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
+        return _finish(tiled, runner.run(tiled, handle, **args), output, return_info)
 
 
 def _finish(backend, result: runner.RunResult, output, return_info: bool):
@@ -148,6 +162,8 @@ class CDFTS:
         checkpoint=None,
         resume: bool = False,
         n_workers: int | None = None,
+        dtype: str = "float64",
+        backend: str = "numpy",
     ):
         self.lam = lam
         self.delta = delta
@@ -160,6 +176,8 @@ class CDFTS:
         self.checkpoint = checkpoint
         self.resume = resume
         self.n_workers = n_workers
+        self.dtype = dtype
+        self.backend = backend
 
     @classmethod
     def _get_param_names(cls) -> list[str]:

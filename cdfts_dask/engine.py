@@ -47,13 +47,18 @@ def _max(*values):
 
 
 def _combine_ranges(*ranges):
-    lo = np.min(np.stack([r[0] for r in ranges]), axis=0)
-    hi = np.max(np.stack([r[1] for r in ranges]), axis=0)
+    from .kernels import namespace
+
+    xp = namespace(ranges[0][0])
+    lo = xp.min(xp.stack([r[0] for r in ranges]), axis=0)
+    hi = xp.max(xp.stack([r[1] for r in ranges]), axis=0)
     return lo, hi
 
 
 def _concat(*parts):
-    return np.concatenate(parts)
+    from .kernels import namespace
+
+    return namespace(parts[0]).concatenate(parts)
 
 
 def _neighbourhood_from_counts(counts, n: int, d: int, lam: float):
@@ -96,17 +101,54 @@ class TiledStep:
 
 
 class TiledEngine:
-    """Runs CDF-TS iterations as panel tasks on a ``distributed.Client``."""
+    """Runs CDF-TS iterations as panel tasks on a ``distributed.Client``.
 
-    def __init__(self, client, tile_size: int | None = None):
+    ``backend="numpy"`` (default) runs the fused numba kernels of
+    :mod:`cdfts_dask.fused` (``dtype`` float64, or float32 with exact
+    neighbourhoods); ``backend="cupy"`` runs the xp-generic kernels of
+    :mod:`cdfts_dask.passes` on CuPy arrays held on the GPU workers.
+    """
+
+    def __init__(
+        self,
+        client,
+        tile_size: int | None = None,
+        dtype: str = "float64",
+        backend: str = "numpy",
+        symmetric: bool = False,
+    ):
         self.client = client
+        self.symmetric = symmetric
         self.tile_size = tile_size
+        self.dtype = dtype
+        self.backend = backend
 
     def tile(self, n: int) -> int:
         return min(n, self.tile_size) if self.tile_size else default_tile_size(n)
 
-    def step(self, X, n: int, d: int, lam: float, estimator: str, k: int | None) -> TiledStep:
-        """One iteration on the future ``X``; returns the new positions as a future."""
+    def workers(self) -> int:
+        try:
+            return max(1, sum(self.client.nthreads().values()))
+        except Exception:  # pragma: no cover - exotic clients
+            return 1
+
+    def step(
+        self, X, n: int, d: int, lam: float, estimator: str, k: int | None, *, timings: dict | None = None
+    ) -> TiledStep:
+        """One iteration on the future ``X``; returns the new positions as a future.
+
+        ``timings``: when a dict, per-pass seconds are recorded in it (benchmarks).
+        """
+        if self.backend == "cupy":
+            from . import gpu
+
+            return gpu.step(self, X, n, d, lam, estimator, k)
+        if self.backend != "numpy":
+            raise ValueError(f"backend must be 'numpy' or 'cupy', got {self.backend!r}")
+        return fused_engine.step(self, X, n, d, lam, estimator, k, timings=timings)
+
+    def step_xp(self, X, n: int, d: int, lam: float, estimator: str, k: int | None) -> TiledStep:
+        """The xp-generic (NumPy or CuPy) unfused iteration of :mod:`cdfts_dask.passes`."""
         c = self.client
         tile = self.tile(n)
         parts = panels(n, tile)
@@ -125,7 +167,7 @@ class TiledEngine:
         radius, q = c.submit(_first, nb), c.submit(_second, nb)
         shifted = [c.submit(passes.panel_shift, X, a, b, tile, m, radius, q) for a, b in parts]
         ranges = [c.submit(passes.column_range, Y) for Y in shifted]
-        lo, hi = (np.asarray(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
+        lo, hi = (_host(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
         finished = [
             c.submit(passes.normalise_panel, Y, X, a, b, lo, hi)
             for Y, (a, b) in zip(shifted, parts, strict=True)
@@ -135,3 +177,11 @@ class TiledEngine:
         return TiledStep(
             X_new, stats, "counts" if estimator == "epsilon" else "radius", abs_sum / (n * d), m, lo, hi
         )
+
+
+def _host(x) -> np.ndarray:
+    """A NumPy copy of a NumPy or CuPy array."""
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
+
+
+from . import fused_engine  # noqa: E402  (uses the helpers above)

@@ -91,8 +91,17 @@ def _iteration_attrs(info: StepInfo, seconds: float) -> dict:
     return {"delta": info.delta, "m": info.m, "lo": info.lo, "hi": info.hi, "seconds": seconds}
 
 
+def _to_host(X):
+    """NumPy view/copy of a NumPy or CuPy array (GPU positions reach the host only here)."""
+    return X.get() if hasattr(X, "get") and not isinstance(X, np.ndarray) else X
+
+
 def _save_on_worker(path, t, X, stats_name, stats, attrs):
-    store.Checkpoint(path).write_iteration(t, X, {stats_name: stats}, attrs)
+    store.Checkpoint(path).write_iteration(t, _to_host(X), {stats_name: _to_host(stats)}, attrs)
+
+
+def _write_output_on_worker(path, X, attrs):
+    store.write_output_zarr(path, _to_host(X), attrs)
 
 
 def _create_on_worker(path, params, fp, X0):
@@ -110,9 +119,10 @@ def _normalise_on_worker(X):
 class TiledBackend:
     """The Dask engine; arrays stay on the workers as futures."""
 
-    def __init__(self, client, tile_size=None):
+    def __init__(self, client, tile_size=None, dtype: str = "float64", backend: str = "numpy"):
         self.client = client
-        self.engine = TiledEngine(client, tile_size)
+        self.backend = backend
+        self.engine = TiledEngine(client, tile_size, dtype=dtype, backend=backend)
 
     def put(self, X):
         if isinstance(X, np.ndarray):
@@ -143,10 +153,10 @@ class TiledBackend:
         return self.client.submit(_positions_on_worker, path, t)
 
     def fetch(self, X) -> np.ndarray:
-        return X.result()
+        return self.client.submit(_to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:
-        self.client.submit(store.write_output_zarr, path, X, attrs).result()
+        self.client.submit(_write_output_on_worker, path, X, attrs).result()
 
 
 @store.locked_checkpoint  # reliability: one run per checkpoint store at a time

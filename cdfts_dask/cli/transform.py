@@ -58,6 +58,11 @@ def register(sub) -> None:
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
     p.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint")
     p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                   help="working precision of the tiled engine (float32: exact neighbourhoods, "
+                   "positions to ~1e-5)")
+    p.add_argument("--gpu", action="store_true",
+                   help="run on the GPUs (CuPy + dask-cuda LocalCUDACluster, one worker per GPU)")
     p.set_defaults(func=run)
 
 
@@ -97,6 +102,8 @@ def run(args) -> int:
         progress=None if args.quiet else _progress,
         return_info=True,
         output=_worker_output(args, labels),
+        dtype=args.dtype,
+        backend="cupy" if args.gpu else "numpy",
     )
     label_name = "label"
     if (

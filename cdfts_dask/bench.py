@@ -1,0 +1,279 @@
+"""Benchmarks of the tiled engine, with every ratio measured in the same run.
+
+For each size n (and dtype, worker count) one CDF-TS iteration is timed on
+a fresh ``LocalCluster`` after a warm-up iteration (numba compilation and
+data placement excluded; the timed run is the best of ``repeat``).  Reported:
+
+* ``s_iter``: seconds per iteration (best of ``repeat``);
+* ``ref_pps`` / ``shift_pps``: pair evaluations per second of the reference
+  pass (diameter + counts or k-NN radii; n^2 pairs) and of the shift pass
+  (n^2 pairs, including the O(n d) finish); ``pps`` = 2 n^2 / s_iter;
+* ``cpu_s``: CPU seconds the worker processes spent in the iteration
+  (summed); ``cpu_s / workers`` close to ``s_iter`` means the workers were
+  busy all along, a larger ``s_iter`` means waiting (scheduling, or other
+  processes competing for the cores);
+* ``peak_mib``: peak resident memory summed over the worker processes
+  (``VmHWM``; includes each worker's ~200 MiB interpreter, Dask and numba baseline);
+* ``cores``: cores the workers actually got, measured right after (all
+  workers spinning at once: CPU seconds / wall seconds); equals the worker
+  count on an idle machine, less when other processes share the cores, and
+  bounds the wall-clock worker scaling;
+* ``x_oracle``: speed-up over one iteration of the dense NumPy oracle
+  (:func:`cdfts_dask.oracle.cdf_ts_step`) on the same data, in this process
+  (skipped above ``oracle_max``);
+* ``x_gemm``: achieved arithmetic rate over this machine's float64 GEMM rate
+  (measured here with NumPy/BLAS on all cores).  A pair evaluation is
+  counted as ``4 d + 3`` flops (the mean of the reference pass's ``3 d`` and
+  the shift pass's ``3 d + 2 (d + 1) + 4``; sqrt and division count as one);
+  ``gemm_pps`` is that roof expressed in pair evaluations per second;
+* ``cpu_max``: the largest per-worker CPU seconds: the iteration's critical
+  path on an otherwise idle machine;
+* ``x_1w``: wall-clock speed-up over the 1-worker run of the same size (when
+  measured); ``x_1w_cpu`` the same from ``cpu_max`` (robust to other
+  processes sharing the cores).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from . import oracle
+from .engine import TiledEngine
+from .normalise import minmax_normalise
+
+COLUMNS = [
+    "n", "d", "dtype", "workers", "s_iter", "ref_pps", "shift_pps", "pps", "cpu_s", "cpu_max",
+    "peak_mib", "cores", "x_oracle", "x_gemm", "x_1w", "x_1w_cpu",
+]  # fmt: skip
+
+
+@dataclass
+class Row:
+    n: int
+    d: int
+    dtype: str
+    workers: int
+    s_iter: float
+    ref_pps: float
+    shift_pps: float
+    pps: float
+    cpu_s: float
+    cpu_max: float
+    peak_mib: float
+    cores: float
+    x_oracle: float | None = None
+    x_gemm: float | None = None
+    x_1w: float | None = None
+    x_1w_cpu: float | None = None
+
+
+def flops_per_pair(d: int) -> int:
+    """Flops counted per pair evaluation (mean over the two passes)."""
+    return 4 * d + 3
+
+
+def gemm_flops(size: int = 1536, repeat: int = 3) -> float:
+    """Best float64 GEMM rate (flop/s) of NumPy's BLAS on this machine, all cores."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((size, size)), rng.random((size, size))
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeat))
+    return 2.0 * size**3 / best
+
+
+def _timed(f) -> float:
+    tic = time.perf_counter()
+    f()
+    return time.perf_counter() - tic
+
+
+def data(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """Normalised points: three Gaussian blobs of different spreads (a CDF-TS use case)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(size=(3, d)) * 10
+    which = rng.integers(0, 3, size=n)
+    X = centres[which] + rng.normal(size=(n, d)) * np.array([0.2, 1.0, 3.0])[which, None]
+    return minmax_normalise(X)[0]
+
+
+def oracle_seconds(X: np.ndarray, lam: float, estimator: str, k: int | None) -> float:
+    """One dense oracle iteration on X, in this process."""
+    return _timed(lambda: oracle.cdf_ts_step(X, lam, estimator, k))
+
+
+def _busy(seconds: float) -> float:
+    """Spin for ``seconds`` of CPU time; return it."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+    return time.process_time() - t0
+
+
+def core_capacity(client, seconds: float = 0.5) -> float:
+    """Cores the workers actually get: CPU seconds of all workers spinning at once / wall seconds.
+
+    Equals the worker count on an idle machine; less when other processes share the cores.
+    """
+    addresses = sorted(client.scheduler_info()["workers"])
+    tic = time.perf_counter()
+    futures = [client.submit(_busy, seconds, workers=[a], pure=False) for a in addresses]
+    cpu = sum(client.gather(futures))
+    return cpu / (time.perf_counter() - tic)
+
+
+def _peak_rss_mib() -> float:
+    """This process's resident-memory high-water mark (``VmHWM``; ``ru_maxrss`` would include
+    the parent's peak from before ``exec``, which a spawned worker inherits)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def engine_iteration(
+    X: np.ndarray,
+    workers: int,
+    dtype: str,
+    lam: float,
+    estimator: str,
+    k: int | None,
+    repeat: int = 3,
+    tile_size: int | None = None,
+) -> tuple[float, float, float, float, float, float, float]:
+    """``(s_iter, reference s, shift s, worker CPU s summed, largest worker CPU s, peak MiB, cores)``.
+
+    Measured on a fresh local cluster; the best of ``repeat`` iterations."""
+    from distributed import Client, LocalCluster
+
+    n, d = X.shape
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        eng = TiledEngine(c, tile_size, dtype=dtype)
+        small = X[: min(n, 500)]  # warm-up: numba cache loading, worker imports
+        eng.step(c.scatter(small, broadcast=True, hash=False), len(small), d, lam, estimator, k).X.result()
+        Xf = c.scatter(X, broadcast=True, hash=False)
+        best = (np.inf, np.inf, np.inf, np.inf, np.inf)
+        for _ in range(repeat):
+            timings: dict = {}
+            cpu0 = c.run(time.process_time)
+            tic = time.perf_counter()
+            eng.step(Xf, n, d, lam, estimator, k, timings=timings).X.result()
+            total = time.perf_counter() - tic
+            cpu1 = c.run(time.process_time)
+            cpu = [cpu1[w] - cpu0[w] for w in cpu0]
+            best = min(best, (total, timings["reference"], timings["shift"], sum(cpu), max(cpu)))
+        peak = sum(c.run(_peak_rss_mib).values())
+        cores = core_capacity(c)
+    return (*best, peak, cores)
+
+
+def run(
+    sizes: list[int],
+    d: int = 6,
+    dtypes: tuple[str, ...] = ("float64",),
+    workers: tuple[int, ...] = (2,),
+    lam: float = 0.1,
+    estimator: str = "epsilon",
+    k: int | None = None,
+    repeat: int = 3,
+    oracle_max: int = 10000,
+    tile_size: int | None = None,
+    report=None,
+) -> tuple[list[Row], float]:
+    """Measure every (n, dtype, workers); return the rows and the GEMM rate (flop/s)."""
+    gemm = gemm_flops()
+    rows: list[Row] = []
+    for n in sizes:
+        X = data(n, d)
+        kk = None if estimator == "epsilon" else min(k or 10, n - 1)
+        t_oracle = oracle_seconds(X, lam, estimator, kk) if n <= oracle_max else None
+        for dtype in dtypes:
+            one_worker = None
+            for w in workers:
+                s, ref, shift, cpu, cpu_max, peak, cores = engine_iteration(
+                    X, w, dtype, lam, estimator, kk, repeat, tile_size
+                )
+                pairs = float(n) * n
+                row = Row(
+                    n, d, dtype, w, s, pairs / ref, pairs / shift, 2 * pairs / s, cpu, cpu_max, peak, cores
+                )
+                row.x_oracle = t_oracle / s if t_oracle else None
+                row.x_gemm = row.pps * flops_per_pair(d) / gemm
+                if w == 1:
+                    one_worker = (s, cpu_max)
+                elif one_worker:
+                    row.x_1w = one_worker[0] / s
+                    row.x_1w_cpu = one_worker[1] / cpu_max
+                rows.append(row)
+                if report:
+                    report(row)
+    return rows, gemm
+
+
+def format_row(row: Row) -> str:
+    """One line of the table (``-`` where a ratio was not measured)."""
+    r = asdict(row)
+
+    def f(key, fmt):
+        return "-" if r[key] is None else format(r[key], fmt)
+
+    return (
+        f"{row.n:>7d} {row.d:>3d} {row.dtype:>8s} {row.workers:>7d} {row.s_iter:>9.4f} {row.ref_pps:>9.3g} "
+        f"{row.shift_pps:>9.3g} {row.pps:>9.3g} {row.cpu_s:>8.3f} {row.cpu_max:>8.3f} "
+        f"{row.peak_mib:>8.0f} {row.cores:>5.2f} "
+        f"{f('x_oracle', '>8.1f')} {f('x_gemm', '>6.3f')} {f('x_1w', '>5.2f')} {f('x_1w_cpu', '>8.2f')}"
+    )
+
+
+def header() -> str:
+    return (
+        f"{'n':>7s} {'d':>3s} {'dtype':>8s} {'workers':>7s} {'s_iter':>9s} {'ref_pps':>9s} "
+        f"{'shift_pps':>9s} {'pps':>9s} {'cpu_s':>8s} {'cpu_max':>8s} {'peak_mib':>8s} {'cores':>5s} "
+        f"{'x_oracle':>8s} {'x_gemm':>6s} "
+        f"{'x_1w':>5s} {'x_1w_cpu':>8s}"
+    )
+
+
+def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> dict:
+    """Thread CPU seconds of each fused kernel on one core, no Dask (immune to other processes).
+
+    Returns seconds and pair rates of the diameter (k-d pruned), the count pass
+    (n^2 / 2 unordered pairs) and the shift pass (n^2 ordered pairs).
+    """
+    from . import fused
+    from . import fused_passes as fp
+
+    X = fp.cast(data(n, d), dtype)
+
+    def cpu(f):
+        t0 = time.thread_time()
+        out = f()
+        return time.thread_time() - t0, out
+
+    fp.panel_counts(X[: min(n, 300)], 0, min(n, 300), 0.01, dtype)  # compile / load caches
+    t_diam, sq_max = cpu(lambda: fp.diameter_blocks(X, 0, 1))
+    m = fp.diameter_from(0.0, sq_max)
+    T = float(fused.sq_thresholds(m, lam)[0])
+    t_count, counts = cpu(lambda: fp.panel_counts(X, 0, n, T, dtype))
+    plan = fp.shift_plan(X, m, np.full(n, lam), (counts / n) ** (1.0 / d), dtype)
+    fp.panel_shift(X, 0, min(n, 300), plan, dtype)
+    t_shift, _ = cpu(lambda: fp.panel_shift(X, 0, n, plan, dtype))
+    return {
+        "diameter_s": t_diam,
+        "count_s": t_count,
+        "count_pairs_per_s": n * n / 2 / t_count,
+        "shift_s": t_shift,
+        "shift_pairs_per_s": n * n / t_shift,
+    }

@@ -1,0 +1,84 @@
+"""``cdfts bench``: time the tiled engine against the dense oracle and this machine's GEMM rate."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import bench
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(float(v)) for v in text.split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 2:
+        raise argparse.ArgumentTypeError(f"expected integers >= 2, got {text!r}")
+    return values
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="benchmark one CDF-TS iteration (vs the NumPy oracle and GEMM)",
+        description="Time one CDF-TS iteration of the tiled engine for each size, dtype and worker "
+        "count, on synthetic blobs, and print seconds per iteration, pair evaluations per second per "
+        "pass, peak worker memory, and ratios measured in this run against the dense NumPy oracle and "
+        "this machine's float64 GEMM rate. See cdfts_dask/bench.py for the definitions.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--sizes", type=_ints, default=[1000, 7200], help="comma-separated n, e.g. 1e3,1e4,1e5")
+    p.add_argument("-d", "--dims", type=int, default=6, help="dimensions d of the synthetic data")
+    p.add_argument("--dtype", default="float64", help="float64, float32, or both: float64,float32")
+    p.add_argument("--workers", type=_ints_or_one, default=[2], help="worker counts, e.g. 1,2")
+    p.add_argument("--lam", type=float, default=0.1, help="neighbourhood size lambda")
+    p.add_argument("--estimator", choices=["epsilon", "knn"], default="epsilon", help="density estimator")
+    p.add_argument("-k", "--k", type=int, default=10, help="neighbours for --estimator knn")
+    p.add_argument("--repeat", type=int, default=3, help="timed iterations per configuration (best kept)")
+    p.add_argument("--oracle-max", type=int, default=10000, help="skip the dense oracle above this n")
+    p.add_argument("--tile-size", type=int, default=None, help="panel rows (default: from n and workers)")
+    p.add_argument(
+        "--kernels",
+        action="store_true",
+        help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
+    )
+    p.set_defaults(func=run)
+
+
+def _ints_or_one(text: str) -> list[int]:
+    values = [int(v) for v in text.split(",") if v.strip().isdigit()]
+    if not values or min(values) < 1 or len(values) != len(text.split(",")):
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
+def run(args) -> int:
+    dtypes = tuple(t.strip() for t in args.dtype.split(","))
+    for t in dtypes:
+        if t not in ("float64", "float32"):
+            raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.kernels:
+        for n in args.sizes:
+            for t in dtypes:
+                r = bench.kernel_profile(n, args.dims, t, args.lam)
+                print(
+                    f"n={n} d={args.dims} {t}: diameter {r['diameter_s']:.3f} s; counts {r['count_s']:.3f} s "
+                    f"({r['count_pairs_per_s']:.3g} pairs/s); shift {r['shift_s']:.3f} s "
+                    f"({r['shift_pairs_per_s']:.3g} pairs/s)",
+                    flush=True,
+                )
+        return 0
+    print(bench.header(), flush=True)
+    _, gemm = bench.run(
+        args.sizes, d=args.dims, dtypes=dtypes, workers=tuple(args.workers), lam=args.lam,
+        estimator=args.estimator, k=args.k, repeat=args.repeat, oracle_max=args.oracle_max,
+        tile_size=args.tile_size, report=lambda row: print(bench.format_row(row), flush=True),
+    )  # fmt: skip
+    print(
+        f"gemm float64: {gemm / 1e9:.1f} GFLOP/s = {gemm / bench.flops_per_pair(args.dims):.3g} pairs/s roof "
+        f"({bench.flops_per_pair(args.dims)} flops per pair evaluation)",
+        flush=True,
+    )
+    return 0

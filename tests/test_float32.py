@@ -1,0 +1,83 @@
+"""``dtype="float32"``: exact neighbourhoods, positions within a documented tolerance of the oracle.
+
+Contract (docs/BENCHMARKS.md): float32 kernels compute sq in float32 and
+re-check pairs in a guard band around the threshold in float64, so counts and
+k-NN radii equal the float64 oracle's on the float32-rounded points *exactly*;
+rho is float32 and A, B accumulate in float64, so one iteration is within
+1e-6 (max abs) of the oracle step on the rounded points and a few iterations
+within 1e-5 of the float64 oracle run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_kernels import _awkward, _blobs, _kernel_step
+
+from cdfts_dask import cdf_ts, oracle
+
+ONE_STEP_TOL = 1e-6
+RUN_TOL = 1e-5
+
+
+def _rounded(X):
+    return X.astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("n", [2, 17, 400])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
+def test_float32_kernels_exact_membership(n, estimator, k):
+    k = None if k is None else min(k, n - 1)
+    X = oracle.minmax_normalise(_awkward(n, 3, seed=n))[0]
+    lam = 0.3 if n < 20 else 0.1
+    ref = oracle.cdf_ts_step(_rounded(X), lam, estimator, k)
+    m, stats, Xn = _kernel_step(X, lam, estimator, k, dtype="float32")
+    assert m == ref.neighbourhood.m
+    expected = ref.neighbourhood.counts if estimator == "epsilon" else ref.neighbourhood.radius
+    np.testing.assert_array_equal(stats, expected)
+    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+
+
+def test_float32_guard_band_catches_boundary_pairs():
+    """On a lattice many float32 sq land within rounding of T; counts still match exactly."""
+    g = np.arange(11) / 10
+    X = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)
+    for lam in (0.1 / np.sqrt(3), 0.2 / np.sqrt(3), 0.1):
+        ref = oracle.cdf_ts_step(_rounded(X), lam)
+        _, counts, Xn = _kernel_step(X, lam, "epsilon", None, dtype="float32")
+        np.testing.assert_array_equal(counts, ref.neighbourhood.counts)
+        assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 10)])
+def test_float32_engine_within_tolerance(client, estimator, k):
+    X = _blobs(700, 4, seed=5)
+    X0 = oracle.minmax_normalise(X)[0]
+    out, info = cdf_ts(
+        X0,
+        delta=1e-12,
+        max_iter=1,
+        estimator=estimator,
+        k=k,
+        client=client,
+        tile_size=128,
+        dtype="float32",
+        return_info=True,
+    )
+    assert out.dtype == np.float32
+    ref = oracle.cdf_ts_step(_rounded(X0), 0.1, estimator, k)
+    assert np.abs(out - ref.X).max() <= ONE_STEP_TOL
+    assert abs(info.deltas[0] - ref.delta) <= ONE_STEP_TOL
+    run = cdf_ts(X, delta=1e-12, max_iter=4, estimator=estimator, k=k, client=client, dtype="float32")
+    ref_run = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=4, estimator=estimator, k=k)
+    assert np.abs(run - ref_run.X).max() <= RUN_TOL
+
+
+def test_dtype_validation():
+    X = _blobs(30, 2)
+    with pytest.raises(ValueError, match="dtype"):
+        cdf_ts(X, dtype="float16")
+    with pytest.raises(ValueError, match="dense"):
+        cdf_ts(X, dtype="float32", method="dense")
+    with pytest.raises(ValueError, match="backend"):
+        cdf_ts(X, backend="tpu")

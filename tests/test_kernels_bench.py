@@ -1,0 +1,34 @@
+"""``cdfts bench`` runs on a tiny size and prints its columns (no timing assertions)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT, cli_env
+
+from cdfts_dask import bench
+
+
+def test_bench_command_prints_columns():
+    proc = subprocess.run(
+        [sys.executable, "-m", "cdfts_dask", "bench", "--sizes", "60", "--workers", "1", "-d", "3",
+         "--dtype", "float64,float32", "--repeat", "1"],
+        capture_output=True, text=True, cwd=ROOT, env=cli_env(), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].split() == bench.COLUMNS
+    rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
+    assert [(r[0], r[2], r[3]) for r in rows] == [("60", "float64", "1"), ("60", "float32", "1")]
+    assert all(len(r) == len(bench.COLUMNS) for r in rows)
+    assert "gemm float64" in lines[-1]
+
+
+def test_bench_rejects_bad_arguments():
+    proc = subprocess.run(
+        [sys.executable, "-m", "cdfts_dask", "bench", "--sizes", "60", "--dtype", "float16"],
+        capture_output=True, text=True, cwd=ROOT, env=cli_env(), timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "float16" in proc.stderr and "Traceback" not in proc.stderr
