@@ -78,6 +78,20 @@ def _sq64(X, z, XT, y):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _sq_row(sq, X, z, XT, lo, hi):
+    """``sq[t] = ||X[z] - X[lo + t]||^2`` for t < hi - lo, summed column by column (the oracle's order)."""
+    w = hi - lo
+    for t in range(w):
+        sq[t] = 0.0
+    for j in range(X.shape[1]):
+        zj = X[z, j]
+        col = XT[j, lo:hi]
+        for t in range(w):
+            diff = zj - col[t]
+            sq[t] += diff * diff
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def max_sq_upper(X, XT, rows, start, stop):
     """Largest ``sq`` over pairs (rows[i], j) with start <= i < stop and j > rows[i] in ``rows`` order.
 
@@ -171,14 +185,7 @@ def count_upper(X, XT, start, stop, T, Tlo, Thi, counts):
             w = y1 - lo
             if w <= 0:
                 continue
-            for t in range(w):
-                sq[t] = 0.0
-            for j in range(d):
-                zj = X[z, j]
-                col = XT[j, lo:y1]
-                for t in range(w):
-                    diff = zj - col[t]
-                    sq[t] += diff * diff
+            _sq_row(sq, X, z, XT, lo, y1)
             c = 0
             amb = 0
             cnt = counts[lo:y1]
@@ -216,14 +223,7 @@ def kth_smallest_sq(X, XT, start, stop, k):
         w = y1 - y0
         for i in range(rows):
             z = start + i
-            for t in range(w):
-                sq[t] = 0.0
-            for j in range(d):
-                zj = X[z, j]
-                col = XT[j, y0:y1]
-                for t in range(w):
-                    diff = zj - col[t]
-                    sq[t] += diff * diff
+            _sq_row(sq, X, z, XT, y0, y1)
             b = best[i]
             for t in range(w):
                 v = sq[t]
@@ -370,14 +370,7 @@ def shift_symmetric(X, XT, start, stop, T, Tlo, Thi, rin, a, bm, A, BT):
             w = y1 - lo
             if w <= 0:
                 continue
-            for t in range(w):
-                sq[t] = 0.0
-            for j in range(d):
-                zj = X[z, j]
-                col = XT[j, lo:y1]
-                for t in range(w):
-                    diff = zj - col[t]
-                    sq[t] += diff * diff
+            _sq_row(sq, X, z, XT, lo, y1)
             tlo = Tlo[z]
             thi = Thi[z]
             rz = rin[z]
