@@ -123,3 +123,36 @@ def test_json_safe_records():
     spec = DatasetSpec("4C", "clustering", str(DATA / "4C.csv"))
     recs = run_task(Task(spec, "rescale", 0.3, train_test=False, grids=_coarse()))
     json.dumps(recs, default=float)
+
+
+def test_anomaly_table_marks_inexact_datasets():
+    # mfeat and balance are inexact versions; the marker must not depend on which columns exist
+    recs = [
+        {
+            "task": "anomaly",
+            "dataset": ds,
+            "algorithm": "kNN",
+            "transform": tr,
+            "tparam": 5,
+            "n": 10,
+            "score": 0.9,
+            "params": {},
+        }
+        for ds in ("mfeat", "balance", "vowel")
+        for tr in ("rescale", "cdfts")
+    ]
+    recs.append(
+        {
+            "task": "anomaly",
+            "dataset": "balance",
+            "algorithm": "LOF",
+            "transform": "original",
+            "tparam": None,
+            "n": 10,
+            "score": 0.8,
+            "params": {},
+        }
+    )
+    md = markdown_table(summarise(recs), "anomaly")
+    assert "| mfeat† |" in md and "| balance† |" in md and "| vowel |" in md
+    assert "† the exact version" in md

@@ -105,7 +105,8 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
                 ours_p[c].append(v)
                 paper_p[c].append(p)
             cells.append(f"{v:.2f}" + (f" ({p:.2f})" if p is not None else ""))
-        mark = "" if table.get((ds, *cols[0]), {}).get("exact_version", True) else "†"
+        exact = [r.get("exact_version", True) for (d, _, _), r in table.items() if d == ds]
+        mark = "" if all(exact) else "†"  # from any of the dataset's rows, not only the first column's
         lines.append(f"| {ds}{mark} | " + " | ".join(cells) + " |")
     avg = []
     for c in cols:
@@ -122,6 +123,8 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
         + " | ".join(str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols)
         + " |"
     )
+    if any(not r.get("exact_version", True) for r in table.values()):
+        lines += ["", "† the exact version of the paper's dataset is unknown (see the datasets' SOURCES.md)."]
     return "\n".join(lines) + "\n"
 
 
