@@ -44,6 +44,9 @@ def summarise(records: list[dict]) -> list[dict]:
             "n_iter": best.get("n_iter", 0),
             "ami": best.get("ami"),
         }
+        tied = [r["score_tied_k"] for r in recs if "score_tied_k" in r]
+        if tied:  # CDF-TS-kNN with the detector's k equal to the transform's k
+            row["score_tied_k"] = max(tied)
         with_tt = [r for r in recs if "train_score" in r]
         if with_tt:
             chosen = max(with_tt, key=lambda r: r["train_score"])
@@ -143,6 +146,7 @@ def csv_text(rows: list[dict]) -> str:
         "params",
         "n_iter",
         "ami",
+        "score_tied_k",
         "test_score",
         "train_tparam",
         "train_params",
@@ -155,7 +159,7 @@ def csv_text(rows: list[dict]) -> str:
         for f in ("params", "train_params"):
             if f in out:
                 out[f] = json.dumps(out[f], default=float, sort_keys=True)
-        for f in ("score", "paper", "diff", "ami", "test_score"):
+        for f in ("score", "paper", "diff", "ami", "score_tied_k", "test_score"):
             if isinstance(out.get(f), float):
                 out[f] = f"{out[f]:.4f}"
         w.writerow(out)
