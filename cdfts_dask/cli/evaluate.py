@@ -151,6 +151,7 @@ def run(args) -> int:
             _write(out / f"{task}.md", report.markdown_table(rows, task, "score"))
             if any("test_score" in r for r in rows if r["task"] == task):
                 _write(out / f"{task}_traintest.md", report.markdown_table(rows, task, "test_score", False))
+    _write(out / "targets.md", report.targets_markdown(rows))
     _write(out / "runtime.txt", f"{elapsed:.1f} s for {len(tasks)} tasks\n")
     if not args.quiet:
         print(f"done in {elapsed:.1f} s; wrote {out}/", file=sys.stderr)
