@@ -98,6 +98,11 @@ class DBSCANSweep:
         self.border_w = reach[self.border_of, np.arange(n)]
         self.n = n
 
+    def critical_values(self) -> np.ndarray:
+        """Sorted distinct eps at which the labels can change: :meth:`labels` (eps) depends on eps
+        only through which of these are <= eps (MST edges, core distances, border reaches)."""
+        return np.unique(np.concatenate([self.edge_w, self.core, self.border_w]))
+
     def labels(self, eps: float) -> np.ndarray:
         n = self.n
         m = int(np.searchsorted(self.edge_w, eps, side="right"))

@@ -84,7 +84,13 @@ def search_clustering(
     best: dict[str, Best | None] = dict.fromkeys(algorithms)
     if "DBSCAN" in algorithms:
         for minpts, sweep in sweeps(D, grid.dbscan_minpts):
-            for eps in grid.eps:
+            events = sweep.critical_values()
+            seen = -1
+            for eps in grid.dbscan_eps:
+                below = int(np.searchsorted(events, eps, side="right"))
+                if below == seen:  # no critical value in (previous eps, eps]: the same labels again
+                    continue
+                seen = below
                 labels = sweep.labels(eps)
                 best["DBSCAN"] = _better(best["DBSCAN"], score(labels), {"eps": eps, "minpts": minpts})
                 if labels.min() == 0 and labels.max() == 0:  # one cluster, no noise: so for every larger eps
