@@ -47,9 +47,9 @@ def register(sub) -> None:
     p.add_argument("--label", default="label", help="label column of --data files (name or index, -1 = last)")
     p.add_argument("--only", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--out", default="evaluation-results", help="output directory")
-    p.add_argument("--eps-step", type=float, default=0.01, help="step of DP's and EC's eps grid over (0, 1]")
+    p.add_argument("--eps-step", type=float, default=0.001, help="step of the eps grid over (0, 1]")
     p.add_argument(
-        "--dbscan-eps-step", type=float, default=0.001, help="step of DBSCAN's eps grid over (0, 1]"
+        "--dbscan-eps-step", type=float, default=None, help="DBSCAN's eps grid step (default: --eps-step)"
     )
     p.add_argument(
         "--max-n",
@@ -85,7 +85,7 @@ def build_tasks(args) -> list:
         specs = [s for s in specs if s.name in keep]
     if not specs:
         raise ValueError("no datasets: give --datasets DIR and/or --data FILE")
-    if not (0 < args.dbscan_eps_step <= 0.5):
+    if args.dbscan_eps_step is not None and not (0 < args.dbscan_eps_step <= 0.5):
         raise ValueError(f"--dbscan-eps-step must be in (0, 0.5], got {args.dbscan_eps_step}")
     grids = make_grids(args.eps_step, args.dbscan_eps_step)
     tasks = []
