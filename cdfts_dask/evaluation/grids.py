@@ -19,8 +19,10 @@ Anomaly detection:
 * kNN and LOF: ``k in {5%n, 10%n, ..., 50%n}``;
 * iForest and iNNE: t = 100, ``psi in {2, 4, ..., 1024}``;
 * ReScale / DScale: ``lambda in {0.1, ..., 0.5}``; CDF-TS uses the k-NN
-  density estimator with the detector's own k (the paper's section on
-  density estimators), so its lambda plays no role.
+  density estimator (the paper's section on density estimators), whose
+  k is searched on the same grid ``{5%n, ..., 50%n}`` independently of the
+  detector's k (so CDF-TS's lambda plays no role; the paper does not tie the
+  two k's; the best with them tied is reported too, as ``score_tied_k``).
 """
 
 from __future__ import annotations
