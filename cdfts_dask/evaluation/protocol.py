@@ -75,7 +75,9 @@ def search_clustering(
     :func:`.dp.peaks_sorted`), the densities for all eps come from one pass
     (:func:`.dp.density_all`), DP and EC share each eps's peaks, DBSCAN evaluates the whole eps
     grid from one minimum spanning tree per minpts (:class:`.dbscan.DBSCANSweep`), and an eps
-    whose densities equal the previous eps's is skipped (same labels, and ties keep the first).
+    whose densities equal the previous eps's is skipped for DP (same labels, and ties keep the
+    first), as is a DBSCAN eps with no critical value
+    (:meth:`.dbscan.DBSCANSweep.critical_values`) since the previous one.
     """
     algorithms = set(algorithms)
     n = len(y)
