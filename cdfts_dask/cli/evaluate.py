@@ -4,8 +4,10 @@ One Dask task per (dataset, view, view parameter): it builds the view
 (original, ReScale, DScale or CDF-TS), searches every algorithm's grid and
 the train/test protocol, and returns one record per algorithm.  Writes
 ``OUT/clustering.md``, ``OUT/anomaly.md`` (best over grid, ``ours (paper)``),
-``OUT/*_traintest.md``, ``OUT/results.csv``, ``OUT/parameters.json`` and
-``OUT/records.json``.
+``OUT/*_traintest.md`` (with ``--train-test``), ``OUT/results.csv``,
+``OUT/parameters.json``, ``OUT/targets.md`` (CDF-TS vs the paper, every
+difference > 0.03), ``OUT/records.json`` / ``records.jsonl`` and
+``OUT/runtime.txt``.
 """
 
 from __future__ import annotations
