@@ -79,17 +79,8 @@ def test_graph_grows_linearly_with_n(client, estimator, k):
     for n in (400, 1600):
         X = _data(n, 2, seed=n)
         with get_task_stream(client) as ts:
-            cdf_ts(
-                X,
-                lam=0.1,
-                delta=1e-12,
-                max_iter=1,
-                method="tiled",
-                client=client,
-                tile_size=100,
-                estimator=estimator,
-                k=k,
-            )
+            cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=100,
+                   estimator=estimator, k=k)
         counts.append(len(ts.data))
     ratio = counts[1] / counts[0]
     assert ratio < 6, counts  # 4x the panels; a quadratic graph would give ~16x
