@@ -91,3 +91,40 @@ def test_inne_scores_anomalies_higher():
     s = inne_scores(X, psi=16, t=50)
     assert s[200:].min() > np.quantile(s[:200], 0.95)
     assert auc(y, s) > 0.97
+
+
+def test_shared_work_gives_identical_results():
+    """The fast paths of the grid search are the plain algorithms, exactly (symmetric and DScale views)."""
+    from cdfts_dask.evaluation.dp import density_all, neighbour_order, peaks_sorted
+    from cdfts_dask.evaluation.grids import ClusteringGrid, eps_grid
+    from cdfts_dask.evaluation.knn import knn_sorted
+    from cdfts_dask.evaluation.metrics import FMeasure
+    from cdfts_dask.evaluation.protocol import search_clustering
+
+    X, y = load_csv(DATA / "3L.csv")
+    X, y = X[::4], y[::4]
+    grid = ClusteringGrid(eps=tuple(eps_grid(0.05)), dbscan_eps=tuple(eps_grid(0.005)))
+    score = FMeasure(y)
+    for view in (make_view(X, "original"), make_view(X, "dscale", lam=0.2)):
+        D = view.D
+        nbr = neighbour_order(D)
+        rhos = density_all(D, grid.eps)
+        for e, eps in enumerate(grid.eps[:8]):
+            rho = density(D, eps)
+            assert np.array_equal(rhos[:, e], rho)
+            a, b = peaks(D, rho), peaks_sorted(D, rho, nbr)
+            assert np.array_equal(a.parent, b.parent) and np.array_equal(a.delta, b.delta)
+            labels = density_peaks(D, eps, 3)
+            assert score(labels) == f_measure(y, labels)
+        srt = knn_sorted(D)
+        assert all(np.array_equal(srt[:, k], knn_scores(D, k)) for k in (1, 5, 30))
+        # DBSCAN: skipping eps without a critical value gives the brute-force best over the grid
+        brute = max(
+            (f_measure(y, DBSCANSweep(D, m).labels(eps)), -i)
+            for m in (2, 5)
+            for i, eps in enumerate(grid.dbscan_eps)
+        )[0]
+        fast = search_clustering(
+            D, y, ClusteringGrid(dbscan_eps=grid.dbscan_eps, dbscan_minpts=(2, 5)), ["DBSCAN"]
+        )
+        assert fast["DBSCAN"][0] == brute

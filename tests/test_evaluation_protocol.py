@@ -37,23 +37,25 @@ def test_grids_follow_the_paper():
 
 def test_run_task_train_test_records():
     spec = DatasetSpec("3L", "clustering", str(DATA / "3L.csv"))
-    recs = run_task(Task(spec, "original", None, grids=_coarse()))
+    recs = run_task(Task(spec, "original", None, train_test=True, grids=_coarse()))
     assert {r["algorithm"] for r in recs} == {"DBSCAN", "DP", "EC", "LGD"}
     for r in recs:
         assert 0 < r["score"] <= 1 and 0 <= r["test_score"] <= 1 and r["train_score"] <= 1
         assert r["n"] == 560
 
 
-def test_run_task_anomaly_cdfts_uses_detectors_k(tmp_path):
+def test_run_task_anomaly_cdfts_searches_detector_k(tmp_path):
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(0, 1, (80, 2)), [[6, 6], [-6, 6], [6, -6], [-6, -6]]])
     y = np.r_[np.zeros(80), np.ones(4)].astype(int)
     path = tmp_path / "toy.csv"
     np.savetxt(path, np.c_[X, y], delimiter=",", header="a,b,label", comments="")
     spec = DatasetSpec("toy", "anomaly", str(path))
-    recs = run_task(Task(spec, "cdfts", 8))
-    assert [r["algorithm"] for r in recs] == ["kNN"] and recs[0]["params"] == {"k": 8}
-    assert recs[0]["score"] > 0.95
+    recs = run_task(Task(spec, "cdfts", 8, train_test=True))
+    assert [r["algorithm"] for r in recs] == ["kNN"] and recs[0]["tparam"] == 8
+    assert recs[0]["params"]["k"] in AnomalyGrid().ks(84)  # detector k searched on its own grid
+    assert recs[0]["score"] >= recs[0]["score_tied_k"] > 0.95  # tied k = transform k is one grid point
+    assert 0 <= recs[0]["test_score"] <= 1
     recs = run_task(Task(spec, "original", None, train_test=False))
     assert {r["algorithm"] for r in recs} == {"kNN", "LOF", "iForest", "iNNE"}
 
@@ -123,3 +125,36 @@ def test_json_safe_records():
     spec = DatasetSpec("4C", "clustering", str(DATA / "4C.csv"))
     recs = run_task(Task(spec, "rescale", 0.3, train_test=False, grids=_coarse()))
     json.dumps(recs, default=float)
+
+
+def test_anomaly_table_marks_inexact_datasets():
+    # mfeat and balance are inexact versions; the marker must not depend on which columns exist
+    recs = [
+        {
+            "task": "anomaly",
+            "dataset": ds,
+            "algorithm": "kNN",
+            "transform": tr,
+            "tparam": 5,
+            "n": 10,
+            "score": 0.9,
+            "params": {},
+        }
+        for ds in ("mfeat", "balance", "vowel")
+        for tr in ("rescale", "cdfts")
+    ]
+    recs.append(
+        {
+            "task": "anomaly",
+            "dataset": "balance",
+            "algorithm": "LOF",
+            "transform": "original",
+            "tparam": None,
+            "n": 10,
+            "score": 0.8,
+            "params": {},
+        }
+    )
+    md = markdown_table(summarise(recs), "anomaly")
+    assert "| mfeat† |" in md and "| balance† |" in md and "| vowel |" in md
+    assert "† the exact version" in md

@@ -78,12 +78,18 @@ def prim_mst(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class DBSCANSweep:
     """DBSCAN labels for one distance matrix and minpts, for any eps, in O(n) per eps after O(n^2) setup."""
 
-    def __init__(self, D: np.ndarray, minpts: int):
+    def __init__(
+        self, D: np.ndarray, minpts: int, core: np.ndarray | None = None, sym: np.ndarray | None = None
+    ):
+        """``core`` (:func:`core_distances`) and ``sym`` (``min(D, D.T)``) may be passed precomputed
+        when several minpts share one D (see :func:`sweeps`)."""
         n = D.shape[0]
-        self.core = core_distances(D, minpts)
-        sym = np.minimum(D, D.T)
-        mr = np.maximum(np.maximum(self.core[:, None], self.core[None, :]), sym)
+        self.core = core_distances(D, minpts) if core is None else core
+        sym = np.minimum(D, D.T) if sym is None else sym
+        mr = np.maximum(sym, self.core[:, None])
+        np.maximum(mr, self.core[None, :], out=mr)
         u, v, w = prim_mst(mr)
+        del mr
         order = np.argsort(w, kind="stable")
         self.edge_w, self.edge_u, self.edge_v = w[order], u[order], v[order]
         reach = np.maximum(self.core[:, None], D)  # reach[i, j]: j within core point i's eps at eps >= reach
@@ -91,6 +97,11 @@ class DBSCANSweep:
         self.border_of = reach.argmin(axis=0)
         self.border_w = reach[self.border_of, np.arange(n)]
         self.n = n
+
+    def critical_values(self) -> np.ndarray:
+        """Sorted distinct eps at which the labels can change: :meth:`labels` (eps) depends on eps
+        only through which of these are <= eps (MST edges, core distances, border reaches)."""
+        return np.unique(np.concatenate([self.edge_w, self.core, self.border_w]))
 
     def labels(self, eps: float) -> np.ndarray:
         n = self.n
@@ -104,3 +115,14 @@ class DBSCANSweep:
         border = ~is_core & (self.border_w <= eps)
         labels[border] = labels[self.border_of[border]]
         return labels
+
+
+def sweeps(D: np.ndarray, minpts_values):
+    """:class:`DBSCANSweep` for each minpts, sharing one row sort (core distances) and ``min(D, D.T)``."""
+    Dx = D.copy()
+    np.fill_diagonal(Dx, -np.inf)
+    Dx.sort(axis=1)  # column m-1 = distance to the (m-1)-th nearest other point = core_distances(D, m)
+    sym = np.minimum(D, D.T)
+    for minpts in minpts_values:
+        core = np.zeros(D.shape[0]) if minpts <= 1 else Dx[:, min(minpts - 1, D.shape[0] - 1)].copy()
+        yield minpts, DBSCANSweep(D, minpts, core=core, sym=sym)

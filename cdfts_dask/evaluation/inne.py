@@ -15,21 +15,34 @@ import numpy as np
 from ..oracle import pairwise_distances
 
 
-def inne_scores(X: np.ndarray, psi: int, t: int = 100, seed: int = 0) -> np.ndarray:
-    """iNNE anomaly scores of the rows of X (psi is capped at n; psi >= 2)."""
+def inne_scores(
+    X: np.ndarray, psi: int, t: int = 100, seed: int = 0, D: np.ndarray | None = None
+) -> np.ndarray:
+    """iNNE anomaly scores of the rows of X (psi is capped at n; psi >= 2).
+
+    ``D``, when given, is the points' distance matrix up to a constant factor (a view's
+    relative distances): iNNE only compares and divides distances, so its columns replace
+    the per-member distance computations (same scores up to floating-point rounding).
+    """
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
+    if D is not None and D.shape != (n, n):
+        raise ValueError(f"D must be {n} x {n}, got {D.shape}")
     psi = int(min(max(psi, 2), n))
     rng = np.random.default_rng(seed)
     total = np.zeros(n)
     for _ in range(t):
         idx = rng.choice(n, size=psi, replace=False)
-        C = X[idx]
-        dcc = pairwise_distances(C)
+        if D is None:
+            C = X[idx]
+            dcc = pairwise_distances(C)
+            dxc = pairwise_distances(X, C)
+        else:
+            dxc = D[:, idx]
+            dcc = dxc[idx]
         np.fill_diagonal(dcc, np.inf)
         eta = dcc.argmin(axis=1)
         tau = dcc[np.arange(psi), eta]
-        dxc = pairwise_distances(X, C)
         covered = dxc <= tau[None, :]
         radius = np.where(covered, tau[None, :], np.inf)
         best = radius.argmin(axis=1)

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .dp import peaks
+from .dp import peaks, peaks_sorted
 
 
 def knn_indices(D: np.ndarray, k: int) -> np.ndarray:
@@ -44,10 +44,13 @@ def local_gap_density(D: np.ndarray, nn: np.ndarray) -> np.ndarray:
         return nn.shape[1] / mean
 
 
-def lgd(D: np.ndarray, k: int, tau: float, c: int, nn: np.ndarray | None = None) -> np.ndarray:
+def lgd(
+    D: np.ndarray, k: int, tau: float, c: int, nn: np.ndarray | None = None, nbr: np.ndarray | None = None
+) -> np.ndarray:
     """LGD labels (every point labelled) for k neighbours, core threshold tau and c clusters.
 
-    ``nn`` may hold precomputed :func:`knn_indices` for any k' >= k (its first k columns are used).
+    ``nn`` may hold precomputed :func:`knn_indices` for any k' >= k (its first k columns are used);
+    ``nbr`` a precomputed :func:`.dp.neighbour_order` of D (same result, faster).
     """
     n = D.shape[0]
     k = min(k, n - 1)
@@ -66,7 +69,7 @@ def lgd(D: np.ndarray, k: int, tau: float, c: int, nn: np.ndarray | None = None)
     biggest = [cid for cid in np.argsort(-sizes, kind="stable")[: max(1, c)] if sizes[cid] > 0]
     for lab, cid in enumerate(biggest):
         labels[core & (comp == cid)] = lab
-    pk = peaks(D, g)
+    pk = peaks(D, g) if nbr is None else peaks_sorted(D, g, nbr)
     top = pk.order[0]
     if labels[top] < 0:
         labelled = np.flatnonzero(labels >= 0)

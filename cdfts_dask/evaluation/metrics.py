@@ -41,6 +41,44 @@ def f_measure(labels_true, labels_pred, noise: int = NOISE) -> float:
     return float(F[rows, cols].sum() / len(classes))
 
 
+class FMeasure:
+    """:func:`f_measure` against fixed classes, for scoring many clusterings of one dataset.
+
+    Same value as ``f_measure(labels_true, labels_pred)``; the classes are indexed once and the
+    contingency table is one ``bincount`` (non-negative integer cluster ids need no ``unique``).
+    """
+
+    def __init__(self, labels_true, noise: int = NOISE):
+        y = np.asarray(labels_true)
+        if y.ndim != 1:
+            raise ValueError(f"labels_true must be 1-D, got shape {y.shape}")
+        self.classes, self.y_idx = np.unique(y, return_inverse=True)
+        self.K = len(self.classes)
+        self.class_size = np.bincount(self.y_idx, minlength=self.K).astype(float)
+        self.noise = noise
+
+    def __call__(self, labels_pred) -> float:
+        p = np.asarray(labels_pred)
+        if p.shape != self.y_idx.shape:
+            raise ValueError(f"labels_pred must have shape {self.y_idx.shape}, got {p.shape}")
+        in_cluster = p != self.noise
+        pc = p[in_cluster]
+        if pc.size == 0:
+            return 0.0
+        if np.issubdtype(pc.dtype, np.integer) and pc.min() >= 0:
+            m = int(pc.max()) + 1
+            counts = np.bincount(self.y_idx[in_cluster] * m + pc, minlength=self.K * m).reshape(self.K, m)
+            counts = counts[:, counts.sum(axis=0) > 0].astype(float)
+        else:
+            _, p_idx = np.unique(pc, return_inverse=True)
+            counts = np.zeros((self.K, int(p_idx.max()) + 1))
+            np.add.at(counts, (self.y_idx[in_cluster], p_idx), 1)
+        cluster_size = counts.sum(axis=0)
+        F = 2.0 * counts / (self.class_size[:, None] + cluster_size[None, :])
+        rows, cols = linear_sum_assignment(F, maximize=True)
+        return float(F[rows, cols].sum() / self.K)
+
+
 def ami(labels_true, labels_pred) -> float:
     """Adjusted mutual information (scikit-learn); noise (-1) counts as one more cluster."""
     from sklearn.metrics import adjusted_mutual_info_score
