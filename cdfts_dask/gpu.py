@@ -28,6 +28,7 @@ from . import engine as eng
 from . import fused
 from . import fused_passes as fp
 from .kernels import namespace, sq_distances
+from .passes import chunks
 
 GPU_TILE = 4096
 
@@ -68,29 +69,34 @@ def to_host(X):
 
 
 def panel_max_sq(X, start: int, stop: int, tile: int) -> float:
+    """Largest ``sq`` between a panel row and any point at index >= start (upper triangle)."""
     best = 0.0
-    for lo, hi in fp_chunks(start, X.shape[0], tile):
+    for lo, hi in chunks(start, X.shape[0], tile):
         best = max(best, float(sq_distances(X[start:stop], X[lo:hi]).max()))
     return best
-
-
-def fp_chunks(start: int, stop: int, size: int):
-    for lo in range(start, stop, size):
-        yield lo, min(lo + size, stop)
 
 
 def panel_counts(X, start: int, stop: int, tile: int, T: float):
     xp = namespace(X)
     counts = xp.zeros(stop - start, dtype=xp.int64)
-    for lo, hi in fp_chunks(0, X.shape[0], tile):
+    for lo, hi in chunks(0, X.shape[0], tile):
         counts += xp.count_nonzero(sq_distances(X[start:stop], X[lo:hi]) <= T, axis=1)
     return to_host(counts)
 
 
-def panel_kth(X, start: int, stop: int, k: int):
+def panel_kth(X, start: int, stop: int, k: int, budget: int):
+    """Distance from each panel row to its k-th nearest other point, in sub-panels of ``budget // n`` rows.
+
+    The task holds at most about ``budget`` squared distances whatever n and k
+    are; sqrt is monotone, so selecting on ``sq`` picks the oracle's element.
+    """
     xp = namespace(X)
-    sq = sq_distances(X[start:stop], X)
-    return to_host(xp.sqrt(xp.partition(sq, k, axis=1)[:, k]))
+    n = X.shape[0]
+    out = xp.empty(stop - start, dtype=X.dtype)
+    for lo, hi in chunks(start, stop, max(1, budget // n)):
+        sq = sq_distances(X[lo:hi], X)
+        out[lo - start : hi - start] = xp.sqrt(xp.partition(sq, k, axis=1)[:, k])
+    return to_host(out)
 
 
 def device_plan(X, m: float, radius, q):
@@ -114,7 +120,7 @@ def panel_shift(X, start: int, stop: int, tile: int, plan):
         return Y.copy()
     A = xp.zeros(stop - start)
     B = xp.zeros_like(Y)
-    for lo, hi in fp_chunks(0, n, tile):
+    for lo, hi in chunks(0, n, tile):
         Z = X[lo:hi]
         col = (slice(lo, hi), None)
         rho = _rho(sq_distances(Z, Y), plan["T"][col], plan["rin"][col], plan["a"][col], plan["bm"][col])
@@ -176,8 +182,7 @@ def step(engine, X, n: int, d: int, lam: float, estimator: str, k: int | None) -
         counts = [c.submit(_counts_or_all, X, a, b, tile, m, lam) for a, b in parts]
         plan = c.submit(_plan_epsilon, X, m, lam, *counts)
     else:
-        rows = max(1, min(n, tile * tile // n))
-        kth = [c.submit(panel_kth, X, a, b, k) for a, b in eng.panels(n, rows)]
+        kth = [c.submit(panel_kth, X, a, b, k, tile * tile) for a, b in parts]
         plan = c.submit(_plan_knn, X, m, k, *kth)
     stats = c.submit(eng._second, plan)
     shifted = [c.submit(_shift, X, a, b, tile, plan) for a, b in parts]

@@ -91,3 +91,23 @@ def test_gpu_rejects_float32():
     """Validated before any GPU is touched (runs everywhere)."""
     with pytest.raises(ValueError, match="float64' only"):
         cdf_ts(_data(50, 2), backend="cupy", dtype="float32")
+
+
+@pytest.mark.parametrize("n,tile,k", [(37, 8, 1), (200, 64, 100), (150, 150, 149)])
+def test_gpu_reference_passes_on_numpy_equal_oracle(n, tile, k):
+    """The GPU module's array-API reference passes, run on NumPy arrays here (no GPU needed).
+
+    This checks their logic (panels, sub-panels, thresholds, selection), not CuPy itself.
+    """
+    from cdfts_dask import fused, gpu
+
+    X = _data(n, 3, seed=n)
+    s, nb = oracle.neighbourhood(X, 0.2)
+    parts = [(a, min(a + tile, n)) for a in range(0, n, tile)]
+    m = np.sqrt(max(gpu.panel_max_sq(X, a, b, tile) for a, b in parts))
+    assert m == nb.m
+    T = float(fused.sq_thresholds(m, 0.2)[0])
+    counts = np.concatenate([gpu.panel_counts(X, a, b, tile, T) for a, b in parts])
+    assert np.array_equal(counts, nb.counts)
+    kth = np.concatenate([gpu.panel_kth(X, a, b, k, tile * tile) for a, b in parts])
+    assert np.array_equal(kth / m, oracle.kth_neighbour_radius(s, k))
