@@ -38,6 +38,11 @@ def register(sub) -> None:
     p.add_argument("--oracle-max", type=int, default=10000, help="skip the dense oracle above this n")
     p.add_argument("--tile-size", type=int, default=None, help="panel rows (default: from n and workers)")
     p.add_argument(
+        "--gpu",
+        action="store_true",
+        help="run the CuPy backend on dask-cuda workers (one per GPU; --workers counts GPUs; float64 only)",
+    )
+    p.add_argument(
         "--kernels",
         action="store_true",
         help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
@@ -57,6 +62,8 @@ def run(args) -> int:
     for t in dtypes:
         if t not in ("float64", "float32"):
             raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
+    if args.gpu and dtypes != ("float64",):
+        raise ValueError(f"--gpu supports --dtype float64 only, got {args.dtype!r}")
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
     if args.kernels:
@@ -75,6 +82,7 @@ def run(args) -> int:
         args.sizes, d=args.dims, dtypes=dtypes, workers=tuple(args.workers), lam=args.lam,
         estimator=args.estimator, k=args.k, repeat=args.repeat, oracle_max=args.oracle_max,
         tile_size=args.tile_size, report=lambda row: print(bench.format_row(row), flush=True),
+        backend="cupy" if args.gpu else "numpy",
     )  # fmt: skip
     print(
         f"gemm float64: {gemm / 1e9:.1f} GFLOP/s = {gemm / bench.flops_per_pair(args.dims):.3g} pairs/s roof "
