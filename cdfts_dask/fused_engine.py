@@ -23,9 +23,10 @@ only once per iteration, for a few scalars):
 Sizing.  The kernels' working set is a ``BLOCK`` of 256 targets (coordinates,
 accumulators, two buffers: ``(2 d + 4) 256`` values, within L1/L2).  Panel
 rows only set the task granularity: about four tasks per worker thread, each
-at least 64 rows, at most 4096; the k-NN large-k fallback holds a
-``rows x n`` panel, kept under ``KNN_PANEL_BYTES``.  ``tile_size`` overrides
-the panel rows.
+at least 256 rows, at most 4096, so every pass has O(n / 4096 + workers)
+tasks; the k-NN large-k fallback works through its panel in sub-panels of
+full rows of ``sq`` kept under ``KNN_PANEL_BYTES``.  ``tile_size``
+overrides the panel rows.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _counts_part(X, a: int, b: int, m: float, lam: float, dtype: str):
 
 
 def _kth_part(X, a: int, b: int, k: int):
-    return fp.panel_kth_distance(X, a, b, k)
+    return fp.panel_kth_distance(X, a, b, k, KNN_PANEL_BYTES)
 
 
 def _plan_epsilon(X, m: float, lam: float, dtype: str, *count_parts):
@@ -164,8 +165,7 @@ def step(
         counts = [c.submit(_counts_part, X, a, b, m, lam, dtype, **on(i)) for i, (a, b) in enumerate(tri)]
         plan = c.submit(_plan_epsilon, X, m, lam, dtype, *counts)
     else:
-        knn_rows = rows if k + 1 <= 64 else max(1, min(rows, KNN_PANEL_BYTES // (8 * n)))
-        kth = [c.submit(_kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(eng.panels(n, knn_rows))]
+        kth = [c.submit(_kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
         plan = c.submit(_plan_knn, X, m, k, dtype, *kth)
     stats = c.submit(eng._second, plan)
     if timings is not None:

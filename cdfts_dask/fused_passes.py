@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import fused
+from . import fused, passes
 
 
 def triangle_panels(n: int, parts: int) -> list[tuple[int, int]]:
@@ -113,18 +113,26 @@ def sum_counts(*parts):
     return np.sum(np.stack(parts), axis=0)
 
 
-def panel_kth_distance(X, start: int, stop: int, k: int):
-    """Distance from each panel row to its k-th nearest other point (float64, exact order statistics)."""
+def panel_kth_distance(X, start: int, stop: int, k: int, budget_bytes: int = 64 * 2**20):
+    """Distance from each panel row to its k-th nearest other point (float64, exact order statistics).
+
+    Small k: a sorted buffer of the k + 1 smallest ``sq`` per row (numba).
+    Large k: sub-panels of ``budget_bytes // (8 n)`` full rows of ``sq`` (at
+    least one), each reduced by a partition, so the task's memory stays
+    within about two budgets whatever n and k are.
+    """
     X64 = as64(X)
+    XT = np.ascontiguousarray(X64.T)
     if k + 1 <= 64:
-        kth_sq = fused.kth_smallest_sq(X64, np.ascontiguousarray(X64.T), start, stop, k)
-    else:  # large k: one row panel of sq values, then a partition
-        XT = np.ascontiguousarray(X64.T)
-        sq = np.zeros((stop - start, X64.shape[0]))
+        return np.sqrt(fused.kth_smallest_sq(X64, XT, start, stop, k))
+    n = X64.shape[0]
+    kth_sq = np.empty(stop - start)
+    for lo, hi in passes.chunks(start, stop, max(1, budget_bytes // (8 * n))):
+        sq = np.zeros((hi - lo, n))
         for j in range(X64.shape[1]):
-            diff = X64[start:stop, j, None] - XT[None, j]
+            diff = X64[lo:hi, j, None] - XT[None, j]
             sq += diff * diff
-        kth_sq = np.partition(sq, k, axis=1)[:, k]
+        kth_sq[lo - start : hi - start] = np.partition(sq, k, axis=1)[:, k]
     return np.sqrt(kth_sq)
 
 

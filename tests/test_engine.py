@@ -111,3 +111,18 @@ def test_memory_per_task_is_bounded_by_the_tile(estimator, k):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 2_000_000, peak
+
+
+def test_large_k_pass_in_sub_panels_equals_oracle():
+    """k + 1 > 64 takes the partition path; a tiny budget forces many sub-panels of full rows."""
+    from cdfts_dask import fused_passes
+    from cdfts_dask.oracle import kth_neighbour_radius, neighbourhood
+
+    X = _data(300, 3, seed=4)
+    Xn = (X - X.min(0)) / (X.max(0) - X.min(0))
+    s, nb = neighbourhood(Xn, 0.1)
+    for budget in (8 * 300 * 7, 8 * 300 * 1000):  # 7-row sub-panels; one sub-panel
+        kth = np.concatenate(
+            [fused_passes.panel_kth_distance(Xn, a, min(a + 64, 300), 150, budget) for a in range(0, 300, 64)]
+        )
+        assert np.array_equal(kth / nb.m, kth_neighbour_radius(s, 150))
