@@ -1,6 +1,11 @@
 """The Dask engine: one CDF-TS iteration as passes of panel tasks.
 
-An iteration on points X (n x d, one copy per worker) is
+:class:`TiledEngine` runs the fused numba kernels on CPU workers
+(:mod:`cdfts_dask.fused_engine`, the default) or the array-API passes on
+CuPy workers (:mod:`cdfts_dask.gpu`).  :meth:`TiledEngine.step_xp`, below,
+is the plain array-API version of the same iteration (NumPy or CuPy), kept
+as the readable reference of the tiling.  On points X (n x d, one copy per
+worker) it runs
 
 1. **diameter pass** (epsilon estimator): ``m = max S`` over the upper
    triangle of the pair space, reduced as a tree;
