@@ -66,3 +66,17 @@ def cli_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env
+
+
+def assert_tiled_equals_oracle(X, client, tile_size, estimator="epsilon", k=None, lam=0.1, max_iter=3, **kw):
+    """The tiled engine's result and Delta history equal the dense oracle's to 1e-9 (float64)."""
+    from cdfts_dask import cdf_ts
+    from cdfts_dask.oracle import cdf_ts_dense
+
+    ref = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=max_iter, estimator=estimator, k=k)
+    out, info = cdf_ts(
+        X, lam=lam, delta=1e-12, max_iter=max_iter, estimator=estimator, k=k, method="tiled",
+        client=client, tile_size=tile_size, return_info=True, **kw,
+    )  # fmt: skip
+    assert np.abs(out - ref.X).max() <= 1e-9
+    assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)

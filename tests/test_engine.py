@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_tiled_equals_oracle
 
 from cdfts_dask import cdf_ts
-from cdfts_dask.oracle import cdf_ts_dense
 
 
 def _data(n: int, d: int, seed: int = 0) -> np.ndarray:
@@ -17,24 +17,6 @@ def _data(n: int, d: int, seed: int = 0) -> np.ndarray:
     return centres[which] + rng.normal(size=(n, d)) * scales[which, None]
 
 
-def _assert_same(X, client, tile_size, estimator="epsilon", k=None, lam=0.1, max_iter=3):
-    ref = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=max_iter, estimator=estimator, k=k)
-    out, info = cdf_ts(
-        X,
-        lam=lam,
-        delta=1e-12,
-        max_iter=max_iter,
-        estimator=estimator,
-        k=k,
-        method="tiled",
-        client=client,
-        tile_size=tile_size,
-        return_info=True,
-    )
-    assert np.abs(out - ref.X).max() <= 1e-9
-    assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
-
-
 @pytest.mark.parametrize(
     "n,tile", [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
 )
@@ -42,16 +24,16 @@ def _assert_same(X, client, tile_size, estimator="epsilon", k=None, lam=0.1, max
 def test_tiled_equals_oracle(client, n, tile, estimator, k):
     if k == "half":
         k = max(1, n // 2)
-    _assert_same(_data(n, 3, seed=n), client, tile, estimator, k, lam=0.3 if n < 20 else 0.1)
+    assert_tiled_equals_oracle(_data(n, 3, seed=n), client, tile, estimator, k, lam=0.3 if n < 20 else 0.1)
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 40)])
 def test_one_worker_and_larger_n(client1, estimator, k):
-    _assert_same(_data(1500, 4, seed=7), client1, 256, estimator, k, max_iter=2)
+    assert_tiled_equals_oracle(_data(1500, 4, seed=7), client1, 256, estimator, k, max_iter=2)
 
 
 def test_two_workers_larger_n_uneven_tiles(client):
-    _assert_same(_data(2500, 2, seed=8), client, 333, max_iter=2)
+    assert_tiled_equals_oracle(_data(2500, 2, seed=8), client, 333, max_iter=2)
 
 
 def test_syn_reference_deltas_on_engine(client, syn):
@@ -65,7 +47,7 @@ def test_duplicates_constant_columns_and_identical_points(client):
     X = np.column_stack([rng.uniform(size=40), np.zeros(40)])
     X = np.vstack([X, X[:8], X[:8]])
     for est, k in [("epsilon", None), ("knn", 1), ("knn", 2)]:
-        _assert_same(X, client, 7, est, k)
+        assert_tiled_equals_oracle(X, client, 7, est, k)
     same = cdf_ts(np.ones((9, 3)), method="tiled", client=client, tile_size=4)
     assert np.all(same == 0.0)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_tiled_equals_oracle
 
 from cdfts_dask import cdf_ts, fused, oracle
 from cdfts_dask import fused_passes as fp
@@ -115,21 +116,7 @@ def test_fused_engine_equals_oracle(client, n, tile, estimator, k):
     X = _awkward(n, 4, seed=n + 1)
     lam = 0.3 if n < 20 else 0.1
     iters = 2 if n >= 2000 else 3
-    ref = cdf_ts_dense(X, lam=lam, delta=1e-12, max_iter=iters, estimator=estimator, k=k)
-    out, info = cdf_ts(
-        X,
-        lam=lam,
-        delta=1e-12,
-        max_iter=iters,
-        estimator=estimator,
-        k=k,
-        method="tiled",
-        client=client,
-        tile_size=tile,
-        return_info=True,
-    )
-    assert np.abs(out - ref.X).max() <= 1e-9
-    assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
+    assert_tiled_equals_oracle(X, client, tile, estimator, k, lam=lam, max_iter=iters)
 
 
 def test_default_tile_size_one_worker(client1):
