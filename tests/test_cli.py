@@ -127,3 +127,16 @@ def test_usage_errors_are_one_line(args, message):
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], res.stderr
+
+
+def test_missing_optional_dependency_is_one_line(monkeypatch, capsys):
+    """`cdfts evaluate` without scipy installed names the package and the extra to install."""
+    from cdfts_dask.cli import main
+
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)  # import of scipy.optimize now fails
+    for name in [m for m in sys.modules if m.startswith("cdfts_dask.evaluation")]:
+        monkeypatch.delitem(sys.modules, name)
+    code = main(["evaluate", "--data", str(DATA / "3L.csv"), "--out", "unused", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "needs the optional package 'scipy.optimize'" in err[0] and "cdfts-dask[eval]" in err[0]

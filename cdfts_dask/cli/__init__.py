@@ -43,6 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:  # an optional dependency of this sub-command
+        extra = "gpu" if exc.name in ("cupy", "dask_cuda") else "eval"
+        print(
+            f"cdfts {args.command}: error: needs the optional package {exc.name!r}; "
+            f"install it with: pip install 'cdfts-dask[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print("cdfts: interrupted", file=sys.stderr)
         return 130
