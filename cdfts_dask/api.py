@@ -69,7 +69,7 @@ def cdf_ts(
         ``LocalCluster`` of ``n_workers`` processes
     tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
     checkpoint : Zarr store path; every complete iteration is written there
-    resume : continue the run stored at ``checkpoint``
+    resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
     output : Zarr path to write the result to (returned opened read-only)
     progress : called with an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)

@@ -155,3 +155,12 @@ def test_resume_after_killing_a_real_process(tmp_path):
     assert np.abs(np.load(out) - ref.X).max() <= 1e-9
     assert np.allclose(Checkpoint(store).deltas, ref.deltas, atol=1e-9)
     assert f"iteration {killed_at + 1:3d}" in done.stderr and "iteration   1 " not in done.stderr
+
+
+def test_resume_without_a_store_starts_a_new_run(tmp_path, points):
+    store = tmp_path / "new.zarr"
+    Y, info = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store,
+                     resume=True, return_info=True)
+    assert info.resumed_from is None and info.n_iter == 2
+    assert Checkpoint(store).completed == 2
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-12

@@ -56,7 +56,11 @@ def register(sub) -> None:
         "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
     )
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
-    p.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run stored in --checkpoint (a new run starts if the store does not exist yet)",
+    )
     p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                    help="working precision of the tiled engine (float32: exact neighbourhoods, "
