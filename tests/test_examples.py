@@ -9,9 +9,8 @@ from conftest import ROOT, cli_env
 
 
 def test_api_quickstart_example():
-    res = subprocess.run(
-        [sys.executable, "examples/api_quickstart.py"], cwd=ROOT, env=cli_env(), capture_output=True, text=True
-    )
+    script = "examples/api_quickstart.py"
+    res = subprocess.run([sys.executable, script], cwd=ROOT, env=cli_env(), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "dense: (1250, 2) range 0.0 1.0" in res.stdout
     assert "iterations: 5" in res.stdout
