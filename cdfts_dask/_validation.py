@@ -15,14 +15,20 @@ METHODS = ("auto", "dense", "tiled")
 DTYPES = ("float64", "float32")
 
 
+def check_numeric_dtype(dtype, name: str = "X") -> None:
+    """Reject non-numeric dtypes (strings, objects, dates) before reading any values."""
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError(f"{name} must be numeric, got dtype {dtype}")
+
+
 def check_points(X, name: str = "X") -> np.ndarray:
     """Return ``X`` as a C-contiguous float64 array of shape (n, d), n >= 2, d >= 1.
 
     Rejects non-numeric data, NaN / inf, wrong rank, fewer than two rows and
     zero columns.
     """
-    if hasattr(X, "dtype") and X.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be numeric, got dtype {X.dtype}")
+    if hasattr(X, "dtype"):
+        check_numeric_dtype(X.dtype, name)
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import passes
+from .kernels import to_host
 
 DEFAULT_TILE_SIZE = 1024
 FAN_IN = 8
@@ -172,7 +173,7 @@ class TiledEngine:
         radius, q = c.submit(_first, nb), c.submit(_second, nb)
         shifted = [c.submit(passes.panel_shift, X, a, b, tile, m, radius, q) for a, b in parts]
         ranges = [c.submit(passes.column_range, Y) for Y in shifted]
-        lo, hi = (_host(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
+        lo, hi = (to_host(v) for v in tree_reduce(c, _combine_ranges, ranges).result())
         finished = [
             c.submit(passes.normalise_panel, Y, X, a, b, lo, hi)
             for Y, (a, b) in zip(shifted, parts, strict=True)
@@ -182,11 +183,6 @@ class TiledEngine:
         return TiledStep(
             X_new, stats, "counts" if estimator == "epsilon" else "radius", abs_sum / (n * d), m, lo, hi
         )
-
-
-def _host(x) -> np.ndarray:
-    """A NumPy copy of a NumPy or CuPy array."""
-    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else np.asarray(x)
 
 
 from . import fused_engine  # noqa: E402  (uses the helpers above)

@@ -38,8 +38,9 @@ import numpy as np
 from distributed import wait
 
 from . import engine as eng
-from . import fused, passes
+from . import fused
 from . import fused_passes as fp
+from .normalise import column_span
 
 KNN_PANEL_BYTES = 64 * 2**20
 TASKS_PER_WORKER = 4
@@ -98,8 +99,7 @@ def _shift_part(X, a: int, b: int, plan_stats, dtype: str):
 def _normalised(Y, X, dtype: str):
     """Min-max normalise the shifted points; ``(X_new, sum |X_new - X_old|, lo, hi)`` (O(n d))."""
     lo, hi = Y.min(axis=0), Y.max(axis=0)
-    Z, _ = passes.normalise_panel(Y, X, 0, Y.shape[0], lo, hi)
-    Z = Z.astype(dtype, copy=False)
+    Z = ((Y - lo) / column_span(lo, hi)).astype(dtype, copy=False)
     total = float(np.abs(Z.astype(np.float64) - fp.as64(fp.cast(X, dtype))).sum())
     return Z, total, lo, hi
 

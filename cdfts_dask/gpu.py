@@ -27,7 +27,8 @@ import numpy as np
 from . import engine as eng
 from . import fused
 from . import fused_passes as fp
-from .kernels import namespace, sq_distances
+from .kernels import namespace, sq_distances, to_host
+from .normalise import column_span
 from .passes import chunks
 
 GPU_TILE = 4096
@@ -61,11 +62,6 @@ def to_device(X):
     import cupy
 
     return cupy.ascontiguousarray(cupy.asarray(X, dtype=cupy.float64))
-
-
-def to_host(X):
-    """A NumPy copy of a CuPy or NumPy array."""
-    return X.get() if hasattr(X, "get") and not isinstance(X, np.ndarray) else np.asarray(X)
 
 
 def panel_max_sq(X, start: int, stop: int, tile: int) -> float:
@@ -160,8 +156,7 @@ def _finish(X, *shifted):
     xp = namespace(X)
     Y = xp.concatenate(shifted)
     lo, hi = Y.min(axis=0), Y.max(axis=0)
-    span = xp.where(hi - lo > 0, hi - lo, 1.0)
-    Z = (Y - lo) / span
+    Z = (Y - lo) / column_span(lo, hi)
     return Z, float(xp.abs(Z - X).sum()), to_host(lo), to_host(hi)
 
 

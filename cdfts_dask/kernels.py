@@ -22,6 +22,11 @@ def namespace(x):
     return np
 
 
+def to_host(X) -> np.ndarray:
+    """A NumPy array of a NumPy or CuPy array (CuPy data is copied off the device)."""
+    return X.get() if namespace(X) is not np else np.asarray(X)
+
+
 def sq_distances(XI, XJ):
     """Squared Euclidean distances ``||x_i - y_j||^2`` of two blocks, summed column by column."""
     xp = namespace(XI)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_shape
+from ._validation import check_numeric_dtype, check_shape
 from .inputs import is_path, open_zarr_array
 
 
@@ -66,11 +66,6 @@ def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
     return out
 
 
-def _check_dtype(dtype, name: str) -> None:
-    if np.dtype(dtype).kind not in "biuf":
-        raise TypeError(f"{name} must be numeric, got dtype {dtype}")
-
-
 def is_zarr_path(X) -> bool:
     if not is_path(X):
         return False
@@ -85,11 +80,11 @@ def lazy_input(X, name: str = "X") -> LazyInput | None:
     if is_zarr_path(X):
         path = Path(X)
         node = open_zarr_array(path, name)
-        _check_dtype(node.dtype, name)
+        check_numeric_dtype(node.dtype, name)
         check_shape(tuple(node.shape), name)
         return LazyInput(da.from_zarr(str(path)), name)
     if isinstance(X, da.Array):
-        _check_dtype(X.dtype, name)
+        check_numeric_dtype(X.dtype, name)
         check_shape(tuple(X.shape), name)
         return LazyInput(X, name)
     return None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import namespace
 
-def column_span(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``hi - lo`` with 1 in place of 0, so that constant columns map to 0 (never NaN)."""
+
+def column_span(lo, hi):
+    """``hi - lo`` with 1 in place of 0, so that constant columns map to 0 (never NaN); NumPy or CuPy."""
     span = hi - lo
-    return np.where(span > 0, span, 1.0)
+    return namespace(span).where(span > 0, span, 1.0)
 
 
 def minmax_normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

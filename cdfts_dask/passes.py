@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels
+from .normalise import column_span
 
 
 def chunks(start: int, stop: int, size: int):
@@ -91,7 +92,5 @@ def column_range(Y):
 
 def normalise_panel(Y, X_old, start: int, stop: int, lo, hi):
     """Min-max normalise a shifted panel with the global ``lo``/``hi``; return it and sum |new - old|."""
-    xp = kernels.namespace(Y)
-    span = xp.where(hi - lo > 0, hi - lo, 1.0)
-    Z = (Y - lo) / span
-    return Z, float(xp.abs(Z - X_old[start:stop]).sum())
+    Z = (Y - lo) / column_span(lo, hi)
+    return Z, float(kernels.namespace(Y).abs(Z - X_old[start:stop]).sum())

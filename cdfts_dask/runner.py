@@ -10,6 +10,7 @@ import numpy as np
 
 from . import oracle, store
 from .engine import TiledEngine
+from .kernels import to_host
 from .normalise import minmax_normalise
 
 
@@ -91,17 +92,12 @@ def _iteration_attrs(info: StepInfo, seconds: float) -> dict:
     return {"delta": info.delta, "m": info.m, "lo": info.lo, "hi": info.hi, "seconds": seconds}
 
 
-def _to_host(X):
-    """NumPy view/copy of a NumPy or CuPy array (GPU positions reach the host only here)."""
-    return X.get() if hasattr(X, "get") and not isinstance(X, np.ndarray) else X
-
-
 def _save_on_worker(path, t, X, stats_name, stats, attrs):
-    store.Checkpoint(path).write_iteration(t, _to_host(X), {stats_name: _to_host(stats)}, attrs)
+    store.Checkpoint(path).write_iteration(t, to_host(X), {stats_name: to_host(stats)}, attrs)
 
 
 def _write_output_on_worker(path, X, attrs):
-    store.write_output_zarr(path, _to_host(X), attrs)
+    store.write_output_zarr(path, to_host(X), attrs)
 
 
 def _create_on_worker(path, params, fp, X0):
@@ -153,7 +149,7 @@ class TiledBackend:
         return self.client.submit(_positions_on_worker, path, t)
 
     def fetch(self, X) -> np.ndarray:
-        return self.client.submit(_to_host, X).result()
+        return self.client.submit(to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:
         self.client.submit(_write_output_on_worker, path, X, attrs).result()
