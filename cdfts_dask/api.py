@@ -10,6 +10,7 @@ import numpy as np
 from . import _validation as v
 from . import oracle, runner
 from .cluster import get_client
+from .engine import DEVICES
 from .inputs import is_path, load_points
 from .lazy import lazy_input
 from .normalise import minmax_normalise
@@ -17,7 +18,7 @@ from .normalise import minmax_normalise
 #: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
 DENSE_MAX_N = 2000
 DTYPES = ("float64", "float32")
-BACKENDS = ("numpy", "cupy")
+BACKENDS = tuple(DEVICES)
 
 
 def _choose_method(method: str, n: int, client, tile_size) -> str:
@@ -44,7 +45,7 @@ def cdf_ts(
     progress: Callable[[runner.IterationReport], None] | None = None,
     return_info: bool = False,
     dtype: str = "float64",
-    backend: str = "numpy",
+    backend: str = "cpu",
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -75,8 +76,7 @@ def cdf_ts(
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
     dtype : ``"float64"`` (default, equals the oracle to 1e-9) or ``"float32"`` (tiled engine;
         neighbourhoods exact on the float32-rounded points, positions to ~1e-5; see docs/BENCHMARKS.md)
-    backend : ``"numpy"`` (fused CPU kernels) or ``"cupy"`` (GPU workers of a
-        ``dask_cuda.LocalCUDACluster``; needs CuPy and dask-cuda)
+    backend : the device of the tiled engine: ``"cpu"`` (numba kernels)
 
     Returns
     -------
@@ -96,13 +96,11 @@ def cdf_ts(
     n, d = points.shape if lazy is None else lazy.shape
     estimator, k = v.check_estimator(estimator, k, n)
     dtype, backend = v.check_choice(dtype, "dtype", DTYPES), v.check_choice(backend, "backend", BACKENDS)
-    if method == "auto" and (dtype != "float64" or backend != "numpy"):
+    if method == "auto" and (dtype != "float64" or backend != "cpu"):
         method = "tiled"  # float32 and the GPU exist only in the tiled engine
     method = _choose_method(method, n, client, tile_size)
-    if backend == "cupy" and dtype != "float64":
-        raise ValueError(f"backend='cupy' supports dtype='float64' only, got dtype={dtype!r}")
-    if method == "dense" and (dtype != "float64" or backend != "numpy"):
-        raise ValueError(f"method='dense' is float64 NumPy only, got dtype={dtype!r}, backend={backend!r}")
+    if method == "dense" and (dtype != "float64" or backend != "cpu"):
+        raise ValueError(f"method='dense' is float64 CPU only, got dtype={dtype!r}, backend={backend!r}")
     args = dict(
         shape=(n, d),
         lam=lam,
@@ -117,23 +115,23 @@ def cdf_ts(
     )
     if method == "dense":
         points = lazy.load() if points is None else points
-        dense = runner.DenseBackend()
+        dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, return_info)
-    with get_client(client, n_workers, gpu=backend == "cupy") as c:
-        tiled = runner.TiledBackend(c, tile_size, dtype=dtype, backend=backend)
+    with get_client(client, n_workers, gpu=backend == "cuda") as c:
+        tiled = runner.TiledMethod(c, tile_size, dtype=dtype, device=backend)
         handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
         return _finish(tiled, runner.run(tiled, handle, **args), output, return_info)
 
 
-def _finish(backend, result: runner.RunResult, output, return_info: bool):
+def _finish(method, result: runner.RunResult, output, return_info: bool):
     if output is not None:
         import zarr
 
         attrs = {"deltas": result.deltas, "converged": result.converged}
-        backend.write_output(str(output), result.X, attrs)
+        method.write_output(str(output), result.X, attrs)
         out = zarr.open_array(str(output), mode="r")
     else:
-        out = backend.fetch(result.X)
+        out = method.fetch(result.X)
     result.X = out
     return (out, result) if return_info else out
 
@@ -163,7 +161,7 @@ class CDFTS:
         resume: bool = False,
         n_workers: int | None = None,
         dtype: str = "float64",
-        backend: str = "numpy",
+        backend: str = "cpu",
     ):
         self.lam = lam
         self.delta = delta

@@ -147,16 +147,16 @@ def engine_iteration(
     k: int | None,
     repeat: int = 3,
     tile_size: int | None = None,
-    backend: str = "numpy",
+    device: str = "cpu",
 ) -> tuple[float, float, float, float, float, float, float]:
     """``(s_iter, reference s, shift s, worker CPU s summed, largest worker CPU s, peak MiB, cores)``.
 
     Measured on a fresh local cluster (``dask_cuda.LocalCUDACluster``, one
-    worker per GPU, for ``backend="cupy"``); the best of ``repeat`` iterations."""
+    worker per GPU, for ``device="cuda"``); the best of ``repeat`` iterations."""
     from distributed import Client, LocalCluster
 
     n, d = X.shape
-    if backend == "cupy":  # one dask-cuda worker per GPU
+    if device == "cuda":  # one dask-cuda worker per GPU
         from dask_cuda import LocalCUDACluster
 
         cluster_cm = LocalCUDACluster(n_workers=workers, dashboard_address=None, silence_logs=40)
@@ -165,7 +165,7 @@ def engine_iteration(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
         )
     with cluster_cm as cluster, Client(cluster) as c:
-        eng = TiledEngine(c, tile_size, dtype=dtype, backend=backend)
+        eng = TiledEngine(c, tile_size, dtype=dtype, device=device)
         small = X[: min(n, 500)]  # warm-up: numba cache loading, worker imports
         eng.step(c.scatter(small, broadcast=True, hash=False), len(small), d, lam, estimator, k).X.result()
         Xf = c.scatter(X, broadcast=True, hash=False)
@@ -178,8 +178,7 @@ def engine_iteration(
             total = time.perf_counter() - tic
             cpu1 = c.run(time.process_time)
             cpu = [cpu1[w] - cpu0[w] for w in cpu0]
-            # the GPU step does not time its passes separately: nan there
-            ref, shift = timings.get("reference", np.nan), timings.get("shift", np.nan)
+            ref, shift = timings["reference"], timings["shift"]
             best = min(best, (total, ref, shift, sum(cpu), max(cpu)))
         peak = sum(c.run(_peak_rss_mib).values())
         cores = core_capacity(c)
@@ -198,7 +197,7 @@ def run(
     oracle_max: int = 10000,
     tile_size: int | None = None,
     report=None,
-    backend: str = "numpy",
+    device: str = "cpu",
 ) -> tuple[list[Row], float]:
     """Measure every (n, dtype, workers); return the rows and the GEMM rate (flop/s)."""
     gemm = gemm_flops()
@@ -211,7 +210,7 @@ def run(
             one_worker = None
             for w in workers:
                 s, ref, shift, cpu, cpu_max, peak, cores = engine_iteration(
-                    X, w, dtype, lam, estimator, kk, repeat, tile_size, backend
+                    X, w, dtype, lam, estimator, kk, repeat, tile_size, device
                 )
                 pairs = float(n) * n
                 row = Row(
@@ -255,29 +254,29 @@ def header() -> str:
 
 
 def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> dict:
-    """Thread CPU seconds of each fused kernel on one core, no Dask (immune to other processes).
+    """Thread CPU seconds of each CPU task body over all n points on one core, no Dask
+    (immune to other processes).
 
     Returns seconds and pair rates of the diameter (k-d pruned), the count pass
     (n^2 / 2 unordered pairs) and the shift pass (n^2 ordered pairs).
     """
-    from . import fused
-    from . import fused_passes as fp
+    from .engine import cpu, plan
 
-    X = fp.cast(data(n, d), dtype)
+    X = cpu.prepare(data(n, d), dtype)
 
-    def cpu(f):
+    def cpu_seconds(f):
         t0 = time.thread_time()
         out = f()
         return time.thread_time() - t0, out
 
-    fp.panel_counts(X[: min(n, 300)], 0, min(n, 300), 0.01, dtype)  # compile / load caches
-    t_diam, sq_max = cpu(lambda: fp.diameter_blocks(X, 0, 1))
-    m = fp.diameter_from(0.0, sq_max)
-    T = float(fused.sq_thresholds(m, lam)[0])
-    t_count, counts = cpu(lambda: fp.panel_counts(X, 0, n, T, dtype))
-    plan = fp.shift_plan(X, m, np.full(n, lam), (counts / n) ** (1.0 / d), dtype)
-    fp.panel_shift(X, 0, min(n, 300), plan, dtype)
-    t_shift, _ = cpu(lambda: fp.panel_shift(X, 0, n, plan, dtype))
+    small = X[: min(n, 300)]
+    cpu.counts_part(small, 0, len(small), 0.01)  # compile / load caches
+    t_diam, sq_max = cpu_seconds(lambda: cpu.diameter_part(X, 0, 1))
+    m = plan.diameter(sq_max)
+    t_count, counts = cpu_seconds(lambda: cpu.counts_part(X, 0, n, plan.count_threshold(m, lam)))
+    shift_plan = plan.epsilon_plan(m, lam, counts, cpu.column_mean(X), dtype)
+    cpu.shift_part(X, 0, min(n, 300), shift_plan)
+    t_shift, _ = cpu_seconds(lambda: cpu.shift_part(X, 0, n, shift_plan))
     return {
         "diameter_s": t_diam,
         "count_s": t_count,

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import namespace
-
 
 def column_span(lo, hi):
     """``hi - lo`` with 1 in place of 0, so that constant columns map to 0 (never NaN); NumPy or CuPy."""
     span = hi - lo
-    return namespace(span).where(span > 0, span, 1.0)
+    return span + (span == 0)
 
 
 def minmax_normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

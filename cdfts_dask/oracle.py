@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .engine.step import Step
 from .normalise import minmax_normalise
 
 
@@ -101,17 +102,6 @@ def shift_ratios(s: np.ndarray, s_scaled: np.ndarray) -> np.ndarray:
         return np.where(s > 0, s_scaled / s, 1.0)
 
 
-@dataclass
-class Step:
-    """One CDF-TS iteration: new normalised points and what was measured on the way."""
-
-    X: np.ndarray
-    delta: float
-    lo: np.ndarray  # column minima of the shifted points (before normalising)
-    hi: np.ndarray  # column maxima
-    neighbourhood: Neighbourhood
-
-
 def cdf_ts_step(X: np.ndarray, lam: float, estimator: str = "epsilon", k: int | None = None) -> Step:
     """Transform-and-shift normalised points X once (Algorithm 2, steps 5-11)."""
     s, nb = neighbourhood(X, lam, estimator, k)
@@ -124,7 +114,10 @@ def cdf_ts_step(X: np.ndarray, lam: float, estimator: str = "epsilon", k: int | 
         B = rho.T @ X / n
         shifted = X.mean(axis=0) + X * A[:, None] - B
     X_new, lo, hi = minmax_normalise(shifted)
-    return Step(X_new, float(np.abs(X_new - X).mean()), lo, hi, nb)
+    delta = float(np.abs(X_new - X).mean())
+    if estimator == "epsilon":
+        return Step(X_new, delta, nb.m, lo, hi, counts=nb.counts)
+    return Step(X_new, delta, nb.m, lo, hi, radius=nb.radius)
 
 
 @dataclass

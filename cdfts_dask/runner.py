@@ -1,4 +1,4 @@
-"""The iteration loop shared by the dense and the tiled backends: stopping, checkpoints, resume, progress."""
+"""The iteration loop shared by the dense and the tiled methods: stopping, checkpoints, resume, progress."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import oracle, store
-from .engine import TiledEngine
-from .kernels import to_host
+from .engine import Step, TiledEngine
 from .normalise import minmax_normalise
 
 
@@ -31,7 +30,7 @@ class IterationReport:
 
 @dataclass
 class RunResult:
-    X: object  # backend handle of the final positions
+    X: object  # the method's handle of the final positions
     deltas: list[float] = field(default_factory=list)
     converged: bool = False
     resumed_from: int | None = None
@@ -41,18 +40,7 @@ class RunResult:
         return len(self.deltas)
 
 
-@dataclass
-class StepInfo:
-    X: object
-    stats_name: str
-    stats: object
-    delta: float
-    m: float
-    lo: np.ndarray
-    hi: np.ndarray
-
-
-class DenseBackend:
+class DenseMethod:
     """The oracle, in this process."""
 
     def put(self, X: np.ndarray):
@@ -64,16 +52,11 @@ class DenseBackend:
     def fingerprint(self, X) -> str:
         return store.fingerprint(X)
 
-    def step(self, X, shape, lam, estimator, k) -> StepInfo:
-        st = oracle.cdf_ts_step(X, lam, estimator, k)
-        nb = st.neighbourhood
-        name, stats = ("counts", nb.counts) if estimator == "epsilon" else ("radius", nb.radius)
-        return StepInfo(st.X, name, stats, st.delta, nb.m, st.lo, st.hi)
+    def step(self, X, shape, lam, estimator, k) -> Step:
+        return oracle.cdf_ts_step(X, lam, estimator, k)
 
-    def save(self, path, t, info: StepInfo, seconds: float) -> None:
-        store.Checkpoint(path).write_iteration(
-            t, info.X, {info.stats_name: info.stats}, _iteration_attrs(info, seconds)
-        )
+    def save(self, path, t, info: Step, seconds: float) -> None:
+        store.Checkpoint(path).write_iteration(t, info.X, info.statistics, _iteration_attrs(info, seconds))
 
     def create_store(self, path, params, fp, X0) -> None:
         store.Checkpoint.create(path, params, fp, X0)
@@ -88,15 +71,15 @@ class DenseBackend:
         store.write_output_zarr(path, X, attrs)
 
 
-def _iteration_attrs(info: StepInfo, seconds: float) -> dict:
+def _iteration_attrs(info: Step, seconds: float) -> dict:
     return {"delta": info.delta, "m": info.m, "lo": info.lo, "hi": info.hi, "seconds": seconds}
 
 
-def _save_on_worker(path, t, X, stats_name, stats, attrs):
+def _save_on_worker(to_host, path, t, X, stats_name, stats, attrs):
     store.Checkpoint(path).write_iteration(t, to_host(X), {stats_name: to_host(stats)}, attrs)
 
 
-def _write_output_on_worker(path, X, attrs):
+def _write_output_on_worker(to_host, path, X, attrs):
     store.write_output_zarr(path, to_host(X), attrs)
 
 
@@ -112,13 +95,13 @@ def _normalise_on_worker(X):
     return minmax_normalise(X)[0]
 
 
-class TiledBackend:
-    """The Dask engine; arrays stay on the workers as futures."""
+class TiledMethod:
+    """The Dask engine; arrays stay on the workers (on their device) as futures."""
 
-    def __init__(self, client, tile_size=None, dtype: str = "float64", backend: str = "numpy"):
+    def __init__(self, client, tile_size=None, dtype: str = "float64", device: str = "cpu"):
         self.client = client
-        self.backend = backend
-        self.engine = TiledEngine(client, tile_size, dtype=dtype, backend=backend)
+        self.engine = TiledEngine(client, tile_size, dtype=dtype, device=device)
+        self.to_host = self.engine.tasks.to_host
 
     def put(self, X):
         if isinstance(X, np.ndarray):
@@ -133,14 +116,14 @@ class TiledBackend:
     def fingerprint(self, X) -> str:
         return self.client.submit(store.fingerprint, X).result()
 
-    def step(self, X, shape, lam, estimator, k) -> StepInfo:
+    def step(self, X, shape, lam, estimator, k) -> Step:
         n, d = shape
-        st = self.engine.step(X, n, d, lam, estimator, k)
-        return StepInfo(st.X, st.stats_name, st.stats, st.delta, st.m, st.lo, st.hi)
+        return self.engine.step(X, n, d, lam, estimator, k)
 
-    def save(self, path, t, info: StepInfo, seconds: float) -> None:
+    def save(self, path, t, info: Step, seconds: float) -> None:
         attrs = store._jsonable(_iteration_attrs(info, seconds))
-        self.client.submit(_save_on_worker, path, t, info.X, info.stats_name, info.stats, attrs).result()
+        ((name, stats),) = info.statistics.items()
+        self.client.submit(_save_on_worker, self.to_host, path, t, info.X, name, stats, attrs).result()
 
     def create_store(self, path, params, fp, X0) -> None:
         self.client.submit(_create_on_worker, path, params, fp, X0).result()
@@ -149,15 +132,15 @@ class TiledBackend:
         return self.client.submit(_positions_on_worker, path, t)
 
     def fetch(self, X) -> np.ndarray:
-        return self.client.submit(to_host, X).result()
+        return self.client.submit(self.to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:
-        self.client.submit(_write_output_on_worker, path, X, attrs).result()
+        self.client.submit(_write_output_on_worker, self.to_host, path, X, attrs).result()
 
 
 @store.locked_checkpoint  # reliability: one run per checkpoint store at a time
 def run(
-    backend,
+    method,
     X,
     shape: tuple[int, int],
     lam: float,
@@ -172,7 +155,7 @@ def run(
 ) -> RunResult:
     """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
 
-    ``X`` is the raw (validated) input as a backend handle.  With a
+    ``X`` is the raw (validated) input as a handle of ``method`` (DenseMethod or TiledMethod).  With a
     checkpoint, iteration t is written and marked complete before
     iteration t+1 starts; ``resume=True`` continues from the last complete
     iteration of an existing store (which must match input and parameters).
@@ -186,7 +169,7 @@ def run(
         "delta": delta,
         "max_iter": max_iter,
     }
-    fp = backend.fingerprint(X) if checkpoint is not None else None
+    fp = method.fingerprint(X) if checkpoint is not None else None
     result = RunResult(None)
     start = 1
     if checkpoint is not None and store.Checkpoint.exists(checkpoint):
@@ -199,21 +182,21 @@ def run(
         done = ckpt.completed
         result.deltas = ckpt.deltas
         result.resumed_from = done
-        Xt = backend.load_positions(checkpoint, done)
+        Xt = method.load_positions(checkpoint, done)
         start = done + 1
         if result.deltas and (result.deltas[-1] <= delta or done >= max_iter):
             result.X, result.converged = Xt, result.deltas[-1] <= delta
             return result
     else:
-        Xt = backend.normalise(X)
+        Xt = method.normalise(X)
         if checkpoint is not None:
-            backend.create_store(checkpoint, params, fp, Xt)
+            method.create_store(checkpoint, params, fp, Xt)
     for t in range(start, max_iter + 1):
         tic = time.perf_counter()
-        info = backend.step(Xt, shape, lam, estimator, k)
+        info = method.step(Xt, shape, lam, estimator, k)
         seconds = time.perf_counter() - tic
         if checkpoint is not None:
-            backend.save(checkpoint, t, info, seconds)
+            method.save(checkpoint, t, info, seconds)
         Xt = info.X
         result.deltas.append(info.delta)
         if progress is not None:

@@ -12,29 +12,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_kernels import _awkward, _blobs, _kernel_step
+from points import awkward, blobs, bodies_step, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
+from cdfts_dask.engine import cpu
 
 ONE_STEP_TOL = 1e-6
 RUN_TOL = 1e-5
-
-
-def _rounded(X):
-    return X.astype(np.float32).astype(np.float64)
 
 
 @pytest.mark.parametrize("n", [2, 17, 400])
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
 def test_float32_kernels_exact_membership(n, estimator, k):
     k = None if k is None else min(k, n - 1)
-    X = oracle.minmax_normalise(_awkward(n, 3, seed=n))[0]
+    X = normalised(awkward(n, 3, seed=n))
     lam = 0.3 if n < 20 else 0.1
-    ref = oracle.cdf_ts_step(_rounded(X), lam, estimator, k)
-    m, stats, Xn = _kernel_step(X, lam, estimator, k, dtype="float32")
-    assert m == ref.neighbourhood.m
-    expected = ref.neighbourhood.counts if estimator == "epsilon" else ref.neighbourhood.radius
-    np.testing.assert_array_equal(stats, expected)
+    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cpu, X, lam, estimator, k, dtype="float32")
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
 
 
@@ -43,16 +39,16 @@ def test_float32_guard_band_catches_boundary_pairs():
     g = np.arange(11) / 10
     X = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)
     for lam in (0.1 / np.sqrt(3), 0.2 / np.sqrt(3), 0.1):
-        ref = oracle.cdf_ts_step(_rounded(X), lam)
-        _, counts, Xn = _kernel_step(X, lam, "epsilon", None, dtype="float32")
-        np.testing.assert_array_equal(counts, ref.neighbourhood.counts)
+        ref = oracle.cdf_ts_step(rounded32(X), lam)
+        _, counts, Xn, _ = bodies_step(cpu, X, lam, "epsilon", None, dtype="float32")
+        np.testing.assert_array_equal(counts, ref.counts)
         assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 10)])
 def test_float32_engine_within_tolerance(client, estimator, k):
-    X = _blobs(700, 4, seed=5)
-    X0 = oracle.minmax_normalise(X)[0]
+    X = blobs(700, 4, seed=5)
+    X0 = normalised(X)
     out, info = cdf_ts(
         X0,
         delta=1e-12,
@@ -65,7 +61,7 @@ def test_float32_engine_within_tolerance(client, estimator, k):
         return_info=True,
     )
     assert out.dtype == np.float32
-    ref = oracle.cdf_ts_step(_rounded(X0), 0.1, estimator, k)
+    ref = oracle.cdf_ts_step(rounded32(X0), 0.1, estimator, k)
     assert np.abs(out - ref.X).max() <= ONE_STEP_TOL
     assert abs(info.deltas[0] - ref.delta) <= ONE_STEP_TOL
     run = cdf_ts(X, delta=1e-12, max_iter=4, estimator=estimator, k=k, client=client, dtype="float32")
@@ -74,7 +70,7 @@ def test_float32_engine_within_tolerance(client, estimator, k):
 
 
 def test_dtype_validation():
-    X = _blobs(30, 2)
+    X = blobs(30, 2)
     with pytest.raises(ValueError, match="dtype"):
         cdf_ts(X, dtype="float16")
     with pytest.raises(ValueError, match="dense"):

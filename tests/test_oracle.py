@@ -9,7 +9,7 @@ import pytest
 from conftest import DATA, load_csv
 
 from cdfts_dask import cdf_ts, dscale, rescale
-from cdfts_dask.oracle import cdf_ts_dense, cdf_ts_step, pairwise_distances
+from cdfts_dask.oracle import cdf_ts_dense, cdf_ts_step, neighbourhood, pairwise_distances
 
 SYN_DELTAS = [0.16476, 0.03125, 0.01524, 0.01092, 0.00864]  # DESIGN.md section 1, authors' code
 
@@ -47,7 +47,7 @@ def test_three_points_by_hand():
     expected = np.array([float((y - lo) / (hi - lo)) for y in shifted])
     step = cdf_ts_step(np.array([[0.0], [0.2], [1.0]]), lam=0.25)
     assert np.allclose(step.X[:, 0], expected, atol=1e-12)
-    assert step.neighbourhood.counts.tolist() == [2, 2, 1]
+    assert step.counts.tolist() == [2, 2, 1]
     assert step.delta == pytest.approx(float(np.abs(expected - [0.0, 0.2, 1.0]).mean()), abs=1e-12)
 
 
@@ -56,8 +56,9 @@ def test_knn_radius_is_kth_other_point():
     step = cdf_ts_step(X, lam=0.1, estimator="knn", k=2)
     # sorted distances to the others: 0 -> (0.1, 0.3, 1); 0.1 -> (0.1, 0.2, 0.9);
     # 0.3 -> (0.2, 0.3, 0.7); 1 -> (0.7, 0.9, 1)
-    assert np.allclose(step.neighbourhood.radius, [0.3, 0.2, 0.3, 0.9])
-    assert np.allclose(step.neighbourhood.q, 0.5)
+    assert np.allclose(step.radius, [0.3, 0.2, 0.3, 0.9]) and step.counts is None
+    _, nb = neighbourhood(X, lam=0.1, estimator="knn", k=2)
+    assert np.allclose(nb.q, 0.5)  # (k / n)^(1/d)
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 7)])

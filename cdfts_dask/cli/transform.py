@@ -107,7 +107,7 @@ def run(args) -> int:
         return_info=True,
         output=_worker_output(args, labels),
         dtype=args.dtype,
-        backend="cupy" if args.gpu else "numpy",
+        backend="cuda" if args.gpu else "cpu",
     )
     label_name = "label"
     if (

@@ -1,23 +1,14 @@
-"""Fused CPU tile kernels (numba): one sweep per tile, no n x n temporaries.
+"""numba kernels of the CPU device: one sweep per block of pairs, no n x n temporaries.
 
-Exactness.  The oracle decides membership with ``s = fl(fl(sqrt(sq)) / m) <= lam``
-where ``sq`` is the squared distance summed column by column.  Because IEEE
-``sqrt`` and division are correctly rounded, ``f(sq) = fl(fl(sqrt(sq)) / m)``
-is monotone non-decreasing in ``sq``, so ``{sq : f(sq) <= lam}`` is an
-interval ``[0, T]``.  :func:`sq_thresholds` finds ``T`` (the largest double
-with ``f(T) <= lam``) by bisection on the bit pattern, and the kernels then
-test ``sq <= T`` with ``sq`` summed in exactly the oracle's order: the same
-membership, bit for bit, without a square root or a division per pair.  No
-``fastmath`` is used (it would allow FMA contraction and reassociation of
-``sq``); vectorisation comes from loops whose innermost index runs over
-targets, where every operation is elementwise.
-
-float32.  The same kernels run on float32 points (8 SIMD lanes instead of 4).
-The float32 ``sq`` has relative error at most ``(d + 3) 2^-24``; pairs whose
-float32 ``sq`` falls in the guard band ``[T_lo, T_hi]`` around ``T`` are
-re-evaluated in float64 from the (exactly upcast) float32 coordinates, so the
-neighbourhood membership is exactly the float64 oracle's on the float32
-points.  rho is computed in float32 and accumulated in float64.
+Membership tests ``sq <= T`` use the exact thresholds of
+:mod:`cdfts_dask.engine.plan`, with ``sq`` summed column by column in the
+oracle's order; no ``fastmath`` is used (it would allow FMA contraction and
+reassociation of ``sq``); vectorisation comes from loops whose innermost
+index runs over targets, where every operation is elementwise.  The same
+kernels run on float32 points (8 SIMD lanes instead of 4): float32 ``sq``
+inside the guard band ``[T_lo, T_hi]`` is re-evaluated in float64 from the
+exactly upcast coordinates; rho is computed in the points' dtype and
+accumulated in float64.
 """
 
 from __future__ import annotations
@@ -30,41 +21,6 @@ BLOCK = 256
 #: references per outer chunk of the shift pass (even; 2048 x d values stay in L2 while the
 #: target panel's blocks sweep them); each target still sums references in order 0..n-1
 REF_CHUNK = 2048
-
-
-def sq_thresholds(m: float, radius) -> np.ndarray:
-    """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.
-
-    Bisection over the ordered bit patterns of non-negative doubles; ``f(0) = 0
-    <= radius`` and ``f(inf) = inf > radius`` bracket the answer.
-    """
-    r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
-    lo = np.zeros(r.shape, dtype=np.int64)
-    hi = np.full(r.shape, np.float64(np.inf).view(np.int64))
-    with np.errstate(over="ignore"):
-        while True:
-            open_ = hi - lo > 1
-            if not open_.any():
-                break
-            mid = lo + (hi - lo) // 2
-            ok = np.sqrt(mid.view(np.float64)) / m <= r
-            lo = np.where(open_ & ok, mid, lo)
-            hi = np.where(open_ & ~ok, mid, hi)
-    return lo.view(np.float64)
-
-
-def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside.
-
-    For float64 the band is empty (``T_lo = T_hi = T``): every test is exact.
-    """
-    dtype = np.dtype(dtype)
-    if dtype == np.float64:
-        return T, T
-    g = 2.0 * (d + 4) * 2.0**-24
-    lo = np.nextafter((T * (1 - g)).astype(np.float32), np.float32(0))
-    hi = np.nextafter((T * (1 + g)).astype(np.float32), np.float32(np.inf))
-    return lo.astype(dtype), hi.astype(dtype)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -92,47 +48,8 @@ def _sq_row(sq, X, z, XT, lo, hi):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def max_sq_upper(X, XT, rows, start, stop):
-    """Largest ``sq`` over pairs (rows[i], j) with start <= i < stop and j > rows[i] in ``rows`` order.
-
-    ``rows`` indexes the candidate points; pairs are those of the sub-array
-    ``X[rows]`` above the diagonal, restricted to panel rows [start, stop).
-    ``XT`` is ``X[rows].T`` (contiguous).
-    """
-    nc = XT.shape[1]
-    d = XT.shape[0]
-    best = 0.0
-    sq = np.empty(BLOCK, dtype=np.float64)
-    for y0 in range(start + 1, nc, BLOCK):
-        y1 = min(y0 + BLOCK, nc)
-        for i in range(start, min(stop, y1 - 1)):
-            lo = max(i + 1, y0)
-            w = y1 - lo
-            if w <= 0:
-                continue
-            z = rows[i]
-            for t in range(w):
-                sq[t] = 0.0
-            for j in range(d):
-                zj = np.float64(X[z, j])
-                col = XT[j, lo:y1]
-                for t in range(w):
-                    diff = zj - np.float64(col[t])
-                    sq[t] += diff * diff
-            for t in range(w):
-                if sq[t] > best:
-                    best = sq[t]
-    return best
-
-
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def diameter_candidates(X):
-    """A lower bound ``L`` on the largest ``sq`` and the points that can beat it.
-
-    ``L`` comes from three farthest-point sweeps; a point i can be in a pair
-    with ``sq > L`` only if its distance to the farthest corner of the
-    bounding box (inflated by 1e-9 against rounding) reaches ``L``.
-    """
+def farthest_sq(X):
+    """A lower bound on the largest float64 ``sq``: three farthest-point sweeps (a true pair's ``sq``)."""
     n, d = X.shape
     L = 0.0
     p = 0
@@ -148,24 +65,7 @@ def diameter_candidates(X):
         if best > L:
             L = best
         p = far
-    lo = np.empty(d)
-    hi = np.empty(d)
-    for j in range(d):
-        lo[j] = np.inf
-        hi[j] = -np.inf
-        for i in range(n):
-            v = np.float64(X[i, j])
-            lo[j] = min(lo[j], v)
-            hi[j] = max(hi[j], v)
-    keep = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        ub = 0.0
-        for j in range(d):
-            v = np.float64(X[i, j])
-            e = max(v - lo[j], hi[j] - v)
-            ub += e * e
-        keep[i] = ub * (1.0 + 1e-9) + 1e-300 >= L
-    return L, np.nonzero(keep)[0]
+    return L
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -336,93 +236,6 @@ def _shift_chunk(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, c0, c1, sq0, sq1, r0, r1
                 acc = BT[j, y0:y1]
                 for t in range(w):
                     acc[t] += r0[t] * za
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"}, error_model="numpy", boundscheck=False)
-def _dot(x, y, w):
-    """``sum_t x[t] y[t]`` in float64, reassociated (vectorised); only rho sums use it, never ``sq``."""
-    acc = 0.0
-    for t in range(w):
-        acc += np.float64(x[t]) * np.float64(y[t])
-    return acc
-
-
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def shift_symmetric(X, XT, start, stop, T, Tlo, Thi, rin, a, bm, A, BT):
-    """Shift sums from the pairs (z, y > z), z in [start, stop), each pair's ``sq`` computed once.
-
-    One ``sq`` (and one ``1 / sqrt(sq)``) serves both ordered pairs:
-    ``rho(z, y)`` (reference z, target y) goes to ``A[y]``, ``BT[:, y]`` and
-    ``rho(y, z)`` to ``A[z]``, ``BT[:, z]``; self pairs (rho = 1) are added for
-    the panel rows.  ``A`` (n) and ``BT`` (d x n) are float64 partial sums over
-    all n targets.  Membership uses each reference's own threshold, as in
-    :func:`shift_accumulate`.
-    """
-    n, d = X.shape
-    one = X.dtype.type(1.0)
-    sq = np.empty(BLOCK, dtype=X.dtype)
-    rc = np.empty(BLOCK, dtype=X.dtype)
-    rr = np.empty(BLOCK, dtype=X.dtype)
-    for y0 in range(start + 1, n, BLOCK):
-        y1 = min(y0 + BLOCK, n)
-        for z in range(start, min(stop, y1 - 1)):
-            lo = max(z + 1, y0)
-            w = y1 - lo
-            if w <= 0:
-                continue
-            _sq_row(sq, X, z, XT, lo, y1)
-            tlo = Tlo[z]
-            thi = Thi[z]
-            rz = rin[z]
-            az = a[z]
-            bz = bm[z]
-            tlo_y = Tlo[lo:y1]
-            thi_y = Thi[lo:y1]
-            rin_y = rin[lo:y1]
-            a_y = a[lo:y1]
-            bm_y = bm[lo:y1]
-            amb = 0
-            for t in range(w):
-                v = sq[t]
-                iv = one / np.sqrt(v)
-                r1 = rz if v <= tlo else az + bz * iv
-                r2 = rin_y[t] if v <= tlo_y[t] else a_y[t] + bm_y[t] * iv
-                rc[t] = one if v == 0 else r1
-                rr[t] = one if v == 0 else r2
-                amb += ((v > tlo) & (v <= thi)) | ((v > tlo_y[t]) & (v <= thi_y[t]))
-            if amb:
-                for t in range(w):
-                    v = sq[t]
-                    if v == 0:
-                        continue
-                    if v > tlo and v <= thi:
-                        rc[t] = rz if _sq64(X, z, XT, lo + t) <= T[z] else az + bz / np.sqrt(v)
-                    if v > tlo_y[t] and v <= thi_y[t]:
-                        y = lo + t
-                        rr[t] = rin[y] if _sq64(X, z, XT, y) <= T[y] else a[y] + bm[y] / np.sqrt(v)
-            Ay = A[lo:y1]
-            for t in range(w):
-                Ay[t] += rc[t]
-            A[z] += _sum(rr, w)
-            for j in range(d):
-                zj = np.float64(X[z, j])
-                col = XT[j, lo:y1]
-                acc = BT[j, lo:y1]
-                for t in range(w):
-                    acc[t] += rc[t] * zj
-                BT[j, z] += _dot(rr, col, w)
-    for z in range(start, stop):
-        A[z] += 1.0
-        for j in range(d):
-            BT[j, z] += np.float64(X[z, j])
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc", "nsz", "contract"}, error_model="numpy", boundscheck=False)
-def _sum(x, w):
-    acc = 0.0
-    for t in range(w):
-        acc += np.float64(x[t])
-    return acc
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)

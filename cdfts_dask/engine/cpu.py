@@ -1,0 +1,178 @@
+"""CPU task bodies: NumPy points, numba kernels (:mod:`cdfts_dask.engine.cpu_kernels`).
+
+The interface every device module offers to :mod:`cdfts_dask.engine.graph`
+(the same names, arguments and results on :mod:`cdfts_dask.engine.cuda`):
+
+* ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
+* ``panel_rows(n, workers)``: rows per panel task;
+* ``diameter_part(X, part, parts)``: largest float64 ``sq`` over this part's pairs;
+* ``counts_part(X, a, b, T)``: every point's epsilon count from the pairs
+  ``(z, y >= z)``, z in [a, b) (an n-vector; parts are summed);
+* ``kth_part(X, a, b, k)``: distance from rows [a, b) to their k-th nearest other point;
+* ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
+* ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
+* ``concat(*parts)``: row blocks or vector pieces joined in order (tree reductions);
+* ``finish(X, Y)``: normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)``;
+* ``to_host(X)``: a NumPy array.
+
+Every function takes the full point array ``X`` (n x d, one copy per
+worker) and returns O(n) or O(panel) results; none allocates more than a few
+``BLOCK``-sized buffers per panel row besides its outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..normalise import column_span
+from . import cpu_kernels as kern
+from .plan import ShiftPlan, chunks, guard_band, triangle_panels
+
+#: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
+KNN_PANEL_BYTES = 64 * 2**20
+#: panel tasks per worker thread (load balance) and the fewest rows worth a task
+TASKS_PER_WORKER = 4
+MIN_ROWS = 256
+MAX_ROWS = 4096
+
+
+def prepare(X, dtype: str) -> np.ndarray:
+    """The points in the kernels' working precision (C-contiguous; X itself when it already is)."""
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def to_host(X) -> np.ndarray:
+    return np.asarray(X)
+
+
+def panel_rows(n: int, workers: int) -> int:
+    """About four tasks per worker thread, each of 256 to 4096 rows (never more than n)."""
+    return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * workers)))))
+
+
+def kd_order(X64: np.ndarray, leaf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point order and block bounds of a k-d split: halve at the median of the widest column
+    until blocks hold at most ``leaf`` points (compact blocks give tight bounding boxes)."""
+    n = X64.shape[0]
+    order = np.arange(n)
+    stack = [(0, n)]
+    bounds = []
+    while stack:
+        a, b = stack.pop()
+        if b - a <= leaf:
+            bounds.append(a)
+            continue
+        idx = order[a:b]
+        pts = X64[idx]
+        col = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+        half = (b - a) // 2
+        part = np.argpartition(pts[:, col], half, kind="introselect")
+        order[a:b] = idx[part]
+        stack.append((a + half, b))
+        stack.append((a, a + half))
+    starts = np.array(sorted(bounds) + [n], dtype=np.int64)
+    return order.astype(np.int64), starts
+
+
+def diameter_part(X, part: int, parts: int) -> float:
+    """Largest float64 sq over this part's share of block pairs (bounding-box pruned).
+
+    Deterministic set-up repeated by every part (O(n d log n)): a lower bound
+    L from farthest-point sweeps, k-d blocks of at most ``BLOCK`` points and
+    their bounding boxes.  Parts split the block-pair triangle evenly.
+    """
+    X64 = np.ascontiguousarray(X, dtype=np.float64)
+    L = kern.farthest_sq(X64)
+    order, bounds = kd_order(X64, kern.BLOCK)
+    Xs = X64[order]
+    lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
+    hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
+    spans = triangle_panels(len(bounds) - 1, parts)
+    if part >= len(spans):
+        return float(L)
+    b0, b1 = spans[part]
+    return float(kern.block_max_sq(X64, order, bounds, lo, hi, L, b0, b1))
+
+
+def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
+    """Contribution of the pairs (z, y >= z), z in [a, b), to every point's epsilon count (int64, n)."""
+    n, d = X.shape
+    Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
+    counts = np.zeros(n, dtype=np.int64)
+    kern.count_upper(X, np.ascontiguousarray(X.T), a, b, np.float64(T), Tlo[0], Thi[0], counts)
+    return counts
+
+
+def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
+    """Distance from each row in [a, b) to its k-th nearest other point (float64, exact order statistics).
+
+    Small k: a sorted buffer of the k + 1 smallest ``sq`` per row (numba).
+    Large k: sub-panels of ``budget_bytes // (8 n)`` full rows of ``sq`` (at
+    least one), each reduced by a partition, so the task's memory stays
+    within about two budgets whatever n and k are.
+    """
+    X64 = np.ascontiguousarray(X, dtype=np.float64)
+    XT = np.ascontiguousarray(X64.T)
+    if k + 1 <= 64:
+        return np.sqrt(kern.kth_smallest_sq(X64, XT, a, b, k))
+    n = X64.shape[0]
+    kth_sq = np.empty(b - a)
+    for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
+        sq = np.zeros((hi - lo, n))
+        for j in range(X64.shape[1]):
+            diff = X64[lo:hi, j, None] - XT[None, j]
+            sq += diff * diff
+        kth_sq[lo - a : hi - a] = np.partition(sq, k, axis=1)[:, k]
+    return np.sqrt(kth_sq)
+
+
+def column_mean(X) -> np.ndarray:
+    return np.asarray(X, dtype=np.float64).mean(axis=0)
+
+
+def shift_sums(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan) -> tuple[np.ndarray, np.ndarray]:
+    """``A(y) = mean_z rho(z, y)`` and ``B(y) = mean_z rho(z, y) z`` over the references z in P.
+
+    ``P`` (n_ref x d) are the references, in the plan's order (``plan.T[z]``
+    etc. belong to ``P[z]``); ``Y`` (n_t x d) the targets, which may or may
+    not be references themselves (an out-of-sample transform shifts new
+    points with a fitted run's references).  Both C-contiguous, same dtype
+    (float64, or float32 with exact float64 membership through the guard
+    band).  rho is 1 where a target coincides with a reference.  Returns
+    float64 ``A`` (n_t) and ``B`` (n_t x d); every target sums its
+    references in the order 0..n_ref-1, so equal targets get bit-identical
+    results, and the shifted target is ``plan.mean + y A(y) - B(y)``.
+    """
+    n_ref = P.shape[0]
+    YT = np.ascontiguousarray(Y.T)
+    A = np.zeros(Y.shape[0])
+    BT = np.zeros((Y.shape[1], Y.shape[0]))
+    kern.shift_accumulate(P, YT, plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, A, BT)
+    return A / n_ref, BT.T / n_ref
+
+
+def shift_part(X, a: int, b: int, plan: ShiftPlan | None) -> np.ndarray:
+    """Shifted (not yet normalised) float64 positions ``mean(X) + y A(y) - B(y)`` of rows [a, b)."""
+    Y = np.asarray(X[a:b], dtype=np.float64)
+    if plan is None:  # all points coincide: nothing moves
+        return Y
+    A, B = shift_sums(X, X[a:b], plan)
+    return plan.mean + Y * A[:, None] - B
+
+
+def finish(X, Y) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """Min-max normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)`` (O(n d)).
+
+    ``X_new`` is in X's dtype; the sum is float64 over all n d entries.
+    """
+    lo, hi = Y.min(axis=0), Y.max(axis=0)
+    Z = ((Y - lo) / column_span(lo, hi)).astype(X.dtype, copy=False)
+    total = float(np.abs(Z.astype(np.float64) - np.asarray(X, dtype=np.float64)).sum())
+    return Z, total, lo, hi
+
+
+def concat(*parts) -> np.ndarray:
+    """Consecutive row blocks (or vector pieces) joined in order."""
+    return np.concatenate(parts)

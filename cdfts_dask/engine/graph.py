@@ -1,0 +1,142 @@
+"""The one graph builder: a CDF-TS iteration as panel tasks on a ``distributed.Client``.
+
+Per iteration, on points X (n x d, one copy per worker, resident on the
+worker's device) it submits, futures feeding futures, so the client waits
+only once, for a few scalars:
+
+1. **diameter**: the largest ``sq`` over pairs (one part up to n = 4096,
+   else ``2 x workers`` parts), ``m = sqrt(max sq)``;
+2. **reference pass**: epsilon counts over the upper triangle (each
+   unordered pair once, counted for both points; triangle-balanced panels)
+   or the k-th neighbour distance per row;
+3. **plan**: the per-reference shift coefficients (:mod:`.plan`, NumPy);
+4. **shift**: per target panel, ``A`` and ``B = rho^T X`` over all
+   references, giving the shifted rows;
+5. **finish**: one O(n d) task: normalisation, ``sum |X_new - X_old|``, the
+   column range.
+
+Every pass's partial results meet in trees of fan-in :data:`FAN_IN`
+(``split_every``-style): per-part maxima, the epsilon count vectors (n
+values each: no task ever holds more than ``FAN_IN`` of them, never n x P),
+the k-th radii and the shifted panels (concatenated in order).  So a pass of
+P panels has P + about P / 7 tasks, and the graph grows linearly in n.
+
+The builder knows nothing of the device: the task bodies come from the
+module registered for ``device`` (:mod:`.devices`), all with the interface
+documented in :mod:`.cpu`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import plan
+from .devices import device_module
+from .plan import chunks, triangle_panels
+from .step import Step
+
+#: most partial results one reduction task combines
+FAN_IN = 8
+#: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, 2 parts per worker
+DIAMETER_SINGLE_MAX_N = 4096
+
+
+def tree_reduce(client, func, futures: list, fan_in: int = FAN_IN):
+    """Reduce futures with ``func(*group)`` in a tree of fan-in ``fan_in`` (order preserved)."""
+    while len(futures) > 1:
+        futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
+    return futures[0]
+
+
+def _max(*values: float) -> float:
+    return max(values)
+
+
+def _add(*vectors):
+    total = vectors[0].copy()
+    for v in vectors[1:]:
+        total += v
+    return total
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _rest(result):
+    return result[1:]
+
+
+class TiledEngine:
+    """Runs CDF-TS iterations as panel tasks on a ``distributed.Client``.
+
+    ``device``: ``"cpu"`` (numba kernels on NumPy points) or ``"cuda"``
+    (numba-cuda kernels on CuPy points, one ``dask_cuda`` worker per GPU).
+    ``dtype``: ``"float64"``, or ``"float32"`` with neighbourhoods exactly the
+    float64 oracle's on the float32-rounded points.  ``tile_size``: rows per
+    panel task (default: the device's choice from n and the worker count).
+    """
+
+    def __init__(self, client, tile_size: int | None = None, dtype: str = "float64", device: str = "cpu"):
+        self.client = client
+        self.tile_size = tile_size
+        self.dtype = dtype
+        self.device = device
+        self.tasks = device_module(device)
+
+    def workers(self) -> int:
+        """Worker threads of the cluster."""
+        return max(1, sum(self.client.nthreads().values()))
+
+    def step(
+        self, X, n: int, d: int, lam: float, estimator: str, k: int | None, timings: dict | None = None
+    ) -> Step:
+        """One iteration on the future ``X``; returns the new positions (and statistics) as futures.
+
+        With ``timings`` (benchmarks only) the client also waits after the
+        plan and records ``timings["reference"]`` and ``timings["shift"]``
+        (seconds; the shift figure includes the O(n d) finish).
+        """
+        tic = time.perf_counter()
+        c, dev, dtype = self.client, self.tasks, self.dtype
+        addresses = sorted(c.scheduler_info()["workers"]) or [None]
+
+        def on(i: int) -> dict:
+            """Round-robin placement of panel i (equal-work panels): locality heuristics would pile
+            tasks onto the worker holding a small shared input (m, the plan)."""
+            addr = addresses[i % len(addresses)]
+            return {} if addr is None else {"workers": [addr], "allow_other_workers": True}
+
+        rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, self.workers())
+        parts = chunks(0, n, rows)
+        X = c.submit(dev.prepare, X, dtype)  # every pass sees the points in the working dtype
+        dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else 2 * len(addresses)
+        maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
+        m = c.submit(plan.diameter, tree_reduce(c, _max, maxima))
+        mean = c.submit(dev.column_mean, X)
+        counts = radius = None
+        if estimator == "epsilon":
+            T = c.submit(plan.count_threshold, m, lam)
+            tri = triangle_panels(n, len(parts))
+            partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(tri)]
+            counts = tree_reduce(c, _add, partial)
+            shift_plan = c.submit(plan.epsilon_plan, m, lam, counts, mean, dtype)
+        else:
+            kth = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
+            radius = c.submit(plan.knn_radius, tree_reduce(c, dev.concat, kth), m)
+            shift_plan = c.submit(plan.knn_plan, m, k, radius, mean, dtype)
+        if timings is not None:
+            from distributed import wait
+
+            wait([shift_plan])
+            timings["reference"] = time.perf_counter() - tic
+            tic = time.perf_counter()
+        shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
+        fin = c.submit(dev.finish, X, tree_reduce(c, dev.concat, shifted))
+        (total, lo, hi), m_value = c.gather([c.submit(_rest, fin), m])
+        if timings is not None:
+            timings["shift"] = time.perf_counter() - tic
+        return Step(
+            c.submit(_first, fin), total / (n * d), float(m_value), dev.to_host(lo), dev.to_host(hi),
+            counts=counts, radius=radius,
+        )  # fmt: skip

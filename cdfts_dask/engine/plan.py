@@ -1,0 +1,163 @@
+"""Device-neutral maths of one iteration, in plain NumPy (imported by every device's task bodies).
+
+Exactness.  The oracle decides membership with ``s = fl(fl(sqrt(sq)) / m) <= lam``
+where ``sq`` is the squared distance summed column by column.  IEEE ``sqrt``
+and division are correctly rounded, so ``f(sq) = fl(fl(sqrt(sq)) / m)`` is
+monotone non-decreasing in ``sq`` and ``{sq : f(sq) <= lam}`` is an interval
+``[0, T]``.  :func:`sq_thresholds` finds ``T`` (the largest double with
+``f(T) <= lam``) by bisection on the bit pattern; the kernels then test
+``sq <= T`` with ``sq`` summed in exactly the oracle's order (no FMA
+contraction, no reassociation): the same membership, bit for bit, without a
+square root or a division per pair.
+
+float32.  A float32 ``sq`` has relative error at most ``(d + 3) 2^-24``;
+pairs whose float32 ``sq`` falls in the guard band ``[T_lo, T_hi]`` of
+:func:`guard_band` are re-evaluated in float64 from the (exactly upcast)
+float32 coordinates, so the membership is exactly the float64 oracle's on
+the float32 points.
+
+Everything here is O(n) or O(n d) work on the host; nothing touches pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: rows per panel task are never more than this on a CPU (a task's outputs stay small)
+MAX_PANEL_ROWS = 4096
+
+
+def sq_thresholds(m: float, radius) -> np.ndarray:
+    """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.
+
+    Bisection over the ordered bit patterns of non-negative doubles; ``f(0) = 0
+    <= radius`` and ``f(inf) = inf > radius`` bracket the answer.
+    """
+    r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
+    lo = np.zeros(r.shape, dtype=np.int64)
+    hi = np.full(r.shape, np.float64(np.inf).view(np.int64))
+    with np.errstate(over="ignore"):
+        while True:
+            open_ = hi - lo > 1
+            if not open_.any():
+                break
+            mid = lo + (hi - lo) // 2
+            ok = np.sqrt(mid.view(np.float64)) / m <= r
+            lo = np.where(open_ & ok, mid, lo)
+            hi = np.where(open_ & ~ok, mid, hi)
+    return lo.view(np.float64)
+
+
+def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside.
+
+    For float64 the band is empty (``T_lo = T_hi = T``): every test is exact.
+    """
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return T, T
+    g = 2.0 * (d + 4) * 2.0**-24
+    lo = np.nextafter((T * (1 - g)).astype(np.float32), np.float32(0))
+    hi = np.nextafter((T * (1 + g)).astype(np.float32), np.float32(np.inf))
+    return lo.astype(dtype), hi.astype(dtype)
+
+
+def diameter(*max_sq: float) -> float:
+    """``m = sqrt(max sq)`` over partial maxima: sqrt is monotone and correctly rounded,
+    so this is the oracle's ``max S`` when the partial ``sq`` are the oracle's."""
+    return float(np.sqrt(max(max_sq)))
+
+
+def neighbourhood_from_counts(counts, n: int, d: int, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Epsilon estimator: ``(radius, q)`` per reference, ``radius = lam``, ``q = (c / n)^(1/d)``."""
+    counts = np.asarray(counts)
+    return np.full(n, lam), (counts / n) ** (1.0 / d)
+
+
+@dataclass
+class ShiftPlan:
+    """Per-reference constants of the shift pass, and the references' mean.
+
+    For reference z: ``T[z]`` its exact membership threshold on ``sq``
+    (float64), ``Tlo[z]``/``Thi[z]`` the guard band in the working dtype,
+    rho inside ``= rin[z] = r(z)``, rho outside ``= a[z] + bm[z] / sqrt(sq)``
+    (rin, a, bm in the working dtype); rho = 1 where sq = 0.  ``mean`` is the
+    float64 mean of the references.  ``None`` plans (all points coincide,
+    m = 0) leave every target where it is.
+    """
+
+    T: np.ndarray
+    Tlo: np.ndarray
+    Thi: np.ndarray
+    rin: np.ndarray
+    a: np.ndarray
+    bm: np.ndarray
+    mean: np.ndarray
+
+
+def shift_plan(m: float, radius, q, mean, dtype: str) -> ShiftPlan:
+    """Thresholds on sq and the rho coefficients per reference point z (m > 0).
+
+    The oracle's rho outside is ``((s - lam) (1 - q) / (1 - lam) + q) / s``
+    with ``s = sqrt(sq) / m``: ``= a + b / s`` with ``a = (1 - q) / (1 - lam)``
+    and ``b = q - lam a``, and ``b / s = (b m) / sqrt(sq)``.  Inside it is
+    ``r = q / lam``.  ``lam(z) >= 1`` leaves no point outside.
+    """
+    radius = np.asarray(radius, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    mean = np.asarray(mean, dtype=np.float64)
+    T = sq_thresholds(m, radius)
+    Tlo, Thi = guard_band(T, mean.shape[0], dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rin = np.where(radius > 0, q / radius, 1.0)
+        a = np.where(radius < 1, (1.0 - q) / (1.0 - radius), 0.0)
+        bm = np.where(radius < 1, (q - radius * a) * m, 0.0)
+    c = np.dtype(dtype).type
+    return ShiftPlan(T, Tlo, Thi, rin.astype(c), a.astype(c), bm.astype(c), mean)
+
+
+def chunks(start: int, stop: int, size: int) -> list[tuple[int, int]]:
+    """Consecutive ``(lo, hi)`` ranges of at most ``size`` covering ``[start, stop)``."""
+    return [(lo, min(lo + size, stop)) for lo in range(start, stop, max(1, size))]
+
+
+def triangle_panels(n: int, parts: int) -> list[tuple[int, int]]:
+    """Row ranges ``[a, b)`` splitting the upper triangle of an n x n pair space into ~equal areas.
+
+    Rows [0, x) own ``x n - x^2 / 2`` pairs above the diagonal, so the i-th
+    boundary is ``x_i = n - sqrt(n^2 - i n^2 / parts)``.
+    """
+    parts = max(1, min(parts, n))
+    cuts = {int(round(n - math.sqrt(max(0.0, n * n * (1 - i / parts))))) for i in range(parts + 1)}
+    bounds = sorted(min(n, c) for c in cuts)
+    bounds[0], bounds[-1] = 0, n
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=False) if b > a]
+
+
+
+def count_threshold(m: float, lam: float) -> float:
+    """The epsilon pass's threshold on ``sq``; with m = 0 (all points coincide) every ``sq`` is 0,
+    inside every neighbourhood, and 0 is a threshold that says so."""
+    return float(sq_thresholds(m, lam)[0]) if m > 0 else 0.0
+
+
+def epsilon_plan(m: float, lam: float, counts, mean, dtype: str) -> ShiftPlan | None:
+    """The shift plan of the epsilon estimator from the counts c(z) (None when m = 0: nothing moves)."""
+    n, d = len(counts), len(mean)
+    radius, q = neighbourhood_from_counts(counts, n, d, lam)
+    return shift_plan(m, radius, q, mean, dtype) if m > 0 else None
+
+
+def knn_radius(kth, m: float) -> np.ndarray:
+    """``lam_k(z) = kth(z) / m`` (kth itself when m = 0)."""
+    kth = np.asarray(kth, dtype=np.float64)
+    return kth / m if m > 0 else kth
+
+
+def knn_plan(m: float, k: int, radius, mean, dtype: str) -> ShiftPlan | None:
+    """The shift plan of the k-NN estimator from the radii lam_k(z) (None when m = 0: nothing moves)."""
+    n, d = len(radius), len(mean)
+    return shift_plan(m, radius, np.full(n, (k / n) ** (1.0 / d)), mean, dtype) if m > 0 else None

@@ -1,0 +1,61 @@
+"""Shared test data: point sets and one iteration run through a device's task bodies in this process."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cdfts_dask.engine import plan
+from cdfts_dask.normalise import minmax_normalise
+
+
+def blobs(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """Three Gaussian blobs of spreads 0.2, 1 and 3 (raw, not normalised)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(size=(3, d)) * 10
+    which = rng.integers(0, 3, size=n)
+    return centres[which] + rng.normal(size=(n, d)) * np.array([0.2, 1.0, 3.0])[which, None]
+
+
+def awkward(n: int, d: int, seed: int = 0) -> np.ndarray:
+    """Blobs with lattice coordinates (many pairs exactly on a boundary), duplicated points and a
+    constant last column."""
+    rng = np.random.default_rng(seed)
+    X = blobs(n, d, seed)
+    X[: n // 3] = np.round(rng.uniform(size=(n // 3, d)) * 10) / 10
+    if n >= 4:
+        X[n // 2 :: 3] = X[: len(X[n // 2 :: 3])]
+    if d >= 2:
+        X[:, -1] = 3.0
+    return X
+
+
+def normalised(X: np.ndarray) -> np.ndarray:
+    return minmax_normalise(X)[0]
+
+
+def rounded32(X: np.ndarray) -> np.ndarray:
+    """X rounded to float32 and back (the points a float32 run works on)."""
+    return X.astype(np.float32).astype(np.float64)
+
+
+def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts=3, rows=None):
+    """One iteration through a device module's task bodies, chained as the graph chains them, no Dask.
+
+    Returns ``(m, counts or radius, X_new, Delta)`` as host values.
+    """
+    n, d = X.shape
+    rows = rows or max(1, n // parts)
+    Xd = dev.prepare(X, dtype)
+    m = plan.diameter(*[dev.diameter_part(Xd, i, parts) for i in range(parts)])
+    mean = dev.column_mean(Xd)
+    if estimator == "epsilon":
+        T = plan.count_threshold(m, lam)
+        stats = sum(dev.to_host(dev.counts_part(Xd, a, b, T)) for a, b in plan.triangle_panels(n, parts))
+        shift_plan = plan.epsilon_plan(m, lam, stats, mean, dtype)
+    else:
+        kth = dev.concat(*[dev.kth_part(Xd, a, b, k) for a, b in plan.chunks(0, n, rows)])
+        stats = plan.knn_radius(dev.to_host(kth), m)
+        shift_plan = plan.knn_plan(m, k, stats, mean, dtype)
+    shifted = dev.concat(*[dev.shift_part(Xd, a, b, shift_plan) for a, b in plan.chunks(0, n, rows)])
+    Z, total, _, _ = dev.finish(Xd, shifted)
+    return m, stats, dev.to_host(Z), total / (n * d)

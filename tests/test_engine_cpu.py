@@ -1,0 +1,82 @@
+"""The CPU task bodies (numba kernels) equal the dense oracle, bit for bit where it matters.
+
+Membership must be bit-identical to the oracle's ``S / m <= lam``; lattice data
+puts many pairs exactly on the lambda boundary to exercise that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from points import awkward, blobs, bodies_step, normalised
+
+from cdfts_dask import oracle
+from cdfts_dask.engine import cpu, plan
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 257, 1000])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", 7), ("knn", "big")])
+def test_cpu_bodies_equal_oracle(n, estimator, k):
+    if k == "big":
+        k = max(1, n - 2)  # the large-k partition fallback
+    k = None if k is None else min(k, n - 1)
+    X = normalised(awkward(n, 3, seed=n))
+    lam = 0.3 if n < 20 else 0.1
+    ref = oracle.cdf_ts_step(X, lam, estimator, k)
+    m, stats, Xn, delta = bodies_step(cpu, X, lam, estimator, k, rows=max(1, n // 3 + 1))
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-9
+    assert abs(delta - ref.delta) <= 1e-9
+
+
+def test_threshold_is_the_exact_boundary():
+    rng = np.random.default_rng(3)
+    for m, lam in zip(rng.uniform(0.1, 3, 50), rng.uniform(0.01, 0.99, 50), strict=True):
+        T = plan.sq_thresholds(m, lam)[0]
+        assert np.sqrt(T) / m <= lam
+        assert np.sqrt(np.nextafter(T, np.inf)) / m > lam
+
+
+def test_triangle_panels_cover_the_rows():
+    for n, parts in [(1, 1), (2, 5), (10, 3), (1000, 7)]:
+        spans = plan.triangle_panels(n, parts)
+        assert spans[0][0] == 0 and spans[-1][1] == n
+        assert all(b > a for a, b in spans)
+        assert all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1))
+
+
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (17, 3), (600, 4), (1500, 8)])
+def test_block_pruned_diameter_is_exact(n, d):
+    """k-d block bounding boxes prune pairs but the maximum equals the oracle's ``max S`` bit for bit."""
+    for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
+        X = normalised(X)
+        expected = oracle.pairwise_distances(X).max()
+        for parts in (1, 3):
+            assert plan.diameter(*[cpu.diameter_part(X, i, parts) for i in range(parts)]) == expected
+
+
+def test_large_k_pass_in_sub_panels_equals_oracle():
+    """k + 1 > 64 takes the partition path; a tiny budget forces many sub-panels of full rows."""
+    X = normalised(blobs(300, 3, seed=4))
+    s = oracle.pairwise_distances(X)
+    m = s.max()
+    for budget in (8 * 300 * 7, 8 * 300 * 1000):  # 7-row sub-panels; one sub-panel
+        kth = np.concatenate([cpu.kth_part(X, a, min(a + 64, 300), 150, budget) for a in range(0, 300, 64)])
+        assert np.array_equal(kth / m, oracle.kth_neighbour_radius(s / m, 150))
+
+
+def test_shift_sums_with_other_targets_equal_the_dense_formula():
+    """References P and targets Y apart (an out-of-sample shift): A(y) = mean_z rho(z, y), B = mean rho z."""
+    rng = np.random.default_rng(1)
+    P = normalised(awkward(60, 3, seed=2))
+    Y = np.vstack([rng.uniform(-0.2, 1.2, size=(25, 3)), P[:5]])  # some outside [0, 1], some on refs
+    m, lam = oracle.pairwise_distances(P).max(), 0.2
+    counts = np.count_nonzero(oracle.pairwise_distances(P) / m <= lam, axis=1)
+    radius, q = plan.neighbourhood_from_counts(counts, 60, 3, lam)
+    A, B = cpu.shift_sums(P, Y, plan.shift_plan(m, radius, q, P.mean(axis=0), "float64"))
+    s = oracle.pairwise_distances(P, Y) / m
+    nb = oracle.Neighbourhood(m, radius, q, counts)
+    rho = oracle.shift_ratios(s, oracle.scaled_distances(s, nb))
+    assert np.abs(A - rho.mean(axis=0)).max() <= 1e-12
+    assert np.abs(B - rho.T @ P / 60).max() <= 1e-12

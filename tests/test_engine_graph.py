@@ -1,0 +1,159 @@
+"""The graph builder: the tiled engine equals the dense oracle (1e-9, float64) on every path, its graph
+grows linearly, its reductions are trees, and a task's memory is bounded by its panel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_tiled_equals_oracle
+from points import awkward, blobs, normalised, rounded32
+
+from cdfts_dask import cdf_ts, oracle
+from cdfts_dask.engine import TiledEngine
+from cdfts_dask.engine.graph import DIAMETER_SINGLE_MAX_N, FAN_IN
+
+
+@pytest.mark.parametrize(
+    "n,tile", [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
+)
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", "half")])
+def test_tiled_equals_oracle(client, n, tile, estimator, k):
+    if k == "half":
+        k = max(1, n // 2)
+    assert_tiled_equals_oracle(blobs(n, 3, seed=n), client, tile, estimator, k, lam=0.3 if n < 20 else 0.1)
+
+
+@pytest.mark.parametrize(
+    "n,tile,estimator,k",
+    [
+        (2, 1, "epsilon", None),
+        (5, 2, "knn", 1),
+        (97, 10, "epsilon", None),
+        (97, 10, "knn", 5),
+        (300, 64, "knn", 150),
+        (640, 128, "epsilon", None),
+        (2000, 333, "epsilon", None),
+        (2000, 333, "knn", 10),
+    ],
+)
+def test_boundary_ties_and_duplicates_equal_oracle(client, n, tile, estimator, k):
+    lam = 0.3 if n < 20 else 0.1
+    iters = 2 if n >= 2000 else 3
+    assert_tiled_equals_oracle(awkward(n, 4, seed=n + 1), client, tile, estimator, k, lam=lam, max_iter=iters)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 40)])
+def test_one_worker_and_larger_n(client1, estimator, k):
+    assert_tiled_equals_oracle(blobs(1500, 4, seed=7), client1, 256, estimator, k, max_iter=2)
+
+
+def test_two_workers_larger_n_uneven_tiles(client):
+    assert_tiled_equals_oracle(blobs(2500, 2, seed=8), client, 333, max_iter=2)
+
+
+def test_default_panel_rows_one_worker(client1):
+    X = blobs(1200, 5, seed=2)
+    ref = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=2)
+    out = cdf_ts(X, delta=1e-12, max_iter=2, method="tiled", client=client1)
+    assert np.abs(out - ref.X).max() <= 1e-9
+
+
+def test_above_single_task_diameter(client):
+    """n above DIAMETER_SINGLE_MAX_N: the diameter is split into parts across the workers."""
+    X = awkward(DIAMETER_SINGLE_MAX_N + 100, 2, seed=3)
+    ref = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=1)
+    out = cdf_ts(X, delta=1e-12, max_iter=1, method="tiled", client=client)
+    assert np.abs(out - ref.X).max() <= 1e-9
+
+
+def test_syn_reference_deltas_on_engine(client, syn):
+    X, _ = syn
+    _, info = cdf_ts(X, lam=0.1, delta=0.01, method="tiled", client=client, tile_size=400, return_info=True)
+    assert np.allclose(info.deltas, [0.16476, 0.03125, 0.01524, 0.01092, 0.00864], atol=1e-5)
+
+
+def test_duplicates_constant_columns_and_identical_points(client):
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.uniform(size=40), np.zeros(40)])
+    X = np.vstack([X, X[:8], X[:8]])
+    for est, k in [("epsilon", None), ("knn", 1), ("knn", 2)]:
+        assert_tiled_equals_oracle(X, client, 7, est, k)
+    same = cdf_ts(np.ones((9, 3)), method="tiled", client=client, tile_size=4)
+    assert np.all(same == 0.0)
+    ref = oracle.cdf_ts_dense(np.ones((20, 3)), delta=1e-12, max_iter=2)
+    out = cdf_ts(np.ones((20, 3)), delta=1e-12, max_iter=2, method="tiled", client=client, tile_size=6)
+    assert np.abs(out - ref.X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 4)])
+def test_engine_step_statistics(client, dtype, estimator, k):
+    """One ``TiledEngine.step``: positions, Delta, m and the named statistics against the oracle step."""
+    X = normalised(awkward(211, 3, seed=11))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.1, estimator, k)
+    st = TiledEngine(client, 50, dtype=dtype).step(client.scatter(X, broadcast=True, hash=False), 211, 3, 0.1,
+                                                   estimator, k)  # fmt: skip
+    tol = 1e-9 if dtype == "float64" else 1e-6
+    assert np.abs(st.X.result() - ref.X).max() <= tol
+    assert abs(st.delta - ref.delta) <= tol and st.m == ref.m
+    assert set(st.statistics) == set(ref.statistics)
+    for name, value in ref.statistics.items():
+        np.testing.assert_array_equal(st.statistics[name].result(), value)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 30)])
+def test_graph_grows_linearly_with_n(client, estimator, k):
+    """Tasks per iteration are proportional to the number of panels n / tile, not its square."""
+    from distributed import get_task_stream
+
+    counts = []
+    for n in (400, 1600):
+        X = blobs(n, 2, seed=n)
+        with get_task_stream(client) as ts:
+            cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=100,
+                   estimator=estimator, k=k)  # fmt: skip
+        counts.append(len(ts.data))
+    ratio = counts[1] / counts[0]
+    assert ratio < 6, counts  # 4x the panels; a quadratic graph would give ~16x
+
+
+def test_every_reduction_task_has_bounded_fan_in(client):
+    """No task of an iteration depends on more than FAN_IN + 2 others (the count vectors meet in a tree)."""
+    X = client.scatter(normalised(blobs(2000, 2, seed=1)), broadcast=True, hash=False)
+    engine = TiledEngine(client, 20)  # 100 panels
+    st = engine.step(X, 2000, 2, 0.1, "epsilon", None)
+    st.X.result()
+    widest = client.run_on_scheduler(
+        lambda dask_scheduler: max(len(ts.dependencies) for ts in dask_scheduler.tasks.values())
+    )
+    assert widest <= FAN_IN + 2, widest
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2000)])
+def test_memory_per_task_is_bounded_by_the_panel(estimator, k):
+    """Run each pass's production task body for one panel of 100 rows in this process and trace its
+    allocations: n = 4000 would need 128 MB for one n x n float64 matrix; a task may hold O(n d)
+    (its outputs, a transposed copy of X) and BLOCK-sized buffers, and for large k sub-panels of
+    at most KNN_PANEL_BYTES (set to 400 kB here)."""
+    import tracemalloc
+
+    from cdfts_dask.engine import cpu, plan
+
+    def one_panel(X, rows, k):
+        n = len(X)
+        m = plan.diameter(cpu.diameter_part(X, 0, 1))
+        if estimator == "epsilon":
+            counts = cpu.counts_part(X, 0, rows, plan.count_threshold(m, 0.1)) + 1
+            shift_plan = plan.epsilon_plan(m, 0.1, counts, cpu.column_mean(X), "float64")
+        else:
+            kth = cpu.kth_part(X, 0, rows, k, budget_bytes=400_000)
+            shift_plan = plan.knn_plan(m, k, np.full(n, kth.mean() / m), cpu.column_mean(X), "float64")
+        cpu.shift_part(X, 0, rows, shift_plan)
+
+    X = np.random.default_rng(0).uniform(size=(4000, 3))
+    one_panel(X[:200], 10, min(k or 1, 150))  # numba: compile or load the cached kernels first
+    tracemalloc.start()
+    one_panel(X, 100, k)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2_000_000, peak
