@@ -1,74 +1,191 @@
-"""Run cdfts-dask on an HPC batch system through dask-jobqueue (SLURM or PBS).
+"""Run ``cdfts transform`` on an HPC batch system through dask-jobqueue (SLURM or PBS).
 
-Every batch job is one Dask worker process with one thread; the checkpoint
-store must live on a file system that all nodes share (e.g. ``$SCRATCH``)::
+Every batch job is one Dask worker process with one thread. Input, checkpoint
+store and output must live on a file system that all nodes share (e.g.
+``$SCRATCH``); the workers run ``--python`` (default: this interpreter), so
+cdfts-dask must be installed there (see deploy/README.md)::
 
-    python deploy/hpc.py slurm /scratch/me/in.zarr /scratch/me/out.zarr --jobs 8 \\
-        --queue compute --account proj42 --checkpoint /scratch/me/run.zarr
-    python deploy/hpc.py pbs ... --print-job-script     # only show the generated batch script
+    python deploy/hpc.py slurm in.zarr out.zarr --jobs 8 --queue compute --account proj42 \\
+        --interface ib0 --checkpoint run.zarr
+    python deploy/hpc.py slurm in.npy out.npy --jobs 2 --checkpoint run.zarr   # one node: loopback
+    python deploy/hpc.py pbs --print-job-script --queue compute   # only show the batch script
 
-If the client (this script) is killed, run it again with ``--resume``: it
-continues from the last complete iteration in the checkpoint store.
+Every option other than the batch-system ones below is ``cdfts transform``'s
+(INPUT, OUTPUT, --lam, --label, --checkpoint, --resume, ...), handled by the
+same code: .csv/.npy/.zarr by extension, labels passed through, atomic
+writes, one-line errors with exit status 2. If this client is killed, run the
+same command again with ``--resume``; a worker job that dies (preempted,
+cancelled) has its tasks recomputed on the others.
+
+Networking: the scheduler runs here and the workers in the jobs. The default
+``--interface lo`` keeps everything on 127.0.0.1, which works when the jobs
+run on this machine (a single-node SLURM); when they run on other nodes, give
+the cluster network's interface (``ib0``, ``eth0``) or ``--scheduler-host``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
+import ipaddress
+import socket
 import sys
 
-#: keyword arguments shared by both batch systems
-COMMON = dict(cores=1, processes=1, memory="4GiB", walltime="02:00:00", local_directory="$TMPDIR")
+from cdfts_dask.cli import OneLineErrorParser, build_parser, run_command
+from cdfts_dask.outputs import check_writable, output_format
+
+#: keyword arguments shared by both batch systems: one single-threaded worker per job
+COMMON = dict(cores=1, processes=1, memory="4GiB", walltime="02:00:00", local_directory="${TMPDIR:-/tmp}")
+#: the scheduler's dashboard port (on the scheduler's address only)
+DASHBOARD_PORT = 8787
 
 
-def make_cluster(system: str, queue: str | None = None, account: str | None = None, **overrides):
-    """A ``SLURMCluster`` or ``PBSCluster`` whose jobs each run one single-threaded Dask worker."""
+def scheduler_address(interface: str | None, scheduler_host: str | None) -> str | None:
+    """The address the scheduler listens on: ``scheduler_host``, else ``interface``'s IPv4 address."""
+    if scheduler_host:
+        return scheduler_host
+    if interface:
+        from distributed.utils import get_ip_interface
+
+        return get_ip_interface(interface)
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+def make_cluster(
+    system: str,
+    queue: str | None = None,
+    account: str | None = None,
+    interface: str | None = "lo",
+    scheduler_host: str | None = None,
+    **overrides,
+):
+    """A ``SLURMCluster`` or ``PBSCluster`` whose jobs each run one single-threaded Dask worker.
+
+    The scheduler and its dashboard listen on ``scheduler_host`` (default: the
+    address of ``interface``), the workers on ``interface`` (and, when the
+    scheduler is on loopback, their dashboards on 127.0.0.1); ``overrides`` go
+    to dask-jobqueue as they are (``scheduler_options`` and
+    ``worker_extra_args`` entries are merged).
+    """
+    if system not in ("slurm", "pbs"):
+        raise ValueError(f"system must be 'slurm' or 'pbs', got {system!r}")
     import dask_jobqueue
 
-    kwargs = {**COMMON, "queue": queue, "account": account, **overrides}
-    if system == "slurm":
-        return dask_jobqueue.SLURMCluster(**kwargs)
-    if system == "pbs":
-        return dask_jobqueue.PBSCluster(**kwargs)
-    raise ValueError(f"system must be 'slurm' or 'pbs', got {system!r}")
+    host = scheduler_address(interface, scheduler_host)
+    options = {} if host is None else {"host": host, "dashboard_address": f"{host}:{DASHBOARD_PORT}"}
+    options.update(overrides.pop("scheduler_options", {}))
+    worker_args = list(overrides.pop("worker_extra_args", []))
+    if host is not None and _is_loopback(host):  # the workers' dashboards too (dask's default: all)
+        worker_args += ["--dashboard-address", "127.0.0.1:0"]
+    kwargs = {
+        **COMMON,
+        "queue": queue,
+        "account": account,
+        "interface": interface,
+        "scheduler_options": options,
+        "python": sys.executable,
+        "worker_extra_args": worker_args,
+        **overrides,
+    }
+    cluster_class = dask_jobqueue.SLURMCluster if system == "slurm" else dask_jobqueue.PBSCluster
+    return cluster_class(**kwargs)
+
+
+def build_hpc_parser() -> argparse.ArgumentParser:
+    p = OneLineErrorParser(
+        prog="hpc.py",
+        description="Run cdfts transform on batch-system jobs (dask-jobqueue). Every option not listed "
+        "here is cdfts transform's: INPUT OUTPUT [--lam ...] [--checkpoint STORE] [--resume] "
+        "(see cdfts transform --help).",
+        allow_abbrev=False,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("system", choices=["slurm", "pbs"])
+    p.add_argument("--jobs", type=int, default=4, help="batch jobs = Dask workers (one core each)")
+    p.add_argument("--queue", help="partition (SLURM) or queue (PBS)")
+    p.add_argument("--account", help="account / project to charge")
+    p.add_argument("--memory", default=COMMON["memory"], help="memory per job")
+    p.add_argument("--walltime", default=COMMON["walltime"], help="time limit per job")
+    p.add_argument(
+        "--interface",
+        default="lo",
+        help="network interface of the workers and the scheduler: lo when the jobs run on this "
+        "machine, the cluster network (ib0, eth0) when they run on other nodes",
+    )
+    p.add_argument(
+        "--scheduler-host", default=None, help="address the scheduler listens on (default: --interface's)"
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="Python interpreter with cdfts-dask installed, on the nodes"
+    )
+    p.add_argument(
+        "--prologue",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="shell command run in each job before the worker starts, e.g. 'module load python' "
+        "(repeatable)",
+    )
+    p.add_argument("--print-job-script", action="store_true", help="print the batch script and exit")
+    return p
+
+
+def _cluster(options):
+    return make_cluster(
+        options.system,
+        options.queue,
+        options.account,
+        interface=options.interface,
+        scheduler_host=options.scheduler_host,
+        memory=options.memory,
+        walltime=options.walltime,
+        python=options.python,
+        job_script_prologue=options.prologue,
+    )
+
+
+def run(options, transform, args) -> int:
+    """Start the scheduler and ``options.jobs`` worker jobs, then run ``cdfts transform`` on them."""
+    output_format(args.output)  # fail before any job is queued
+    check_writable(args.output)
+    with _cluster(options) as cluster:
+        cluster.scale(jobs=options.jobs)
+        args.scheduler = cluster.scheduler_address
+        if not args.quiet:
+            print(
+                f"hpc.py: {options.jobs} {options.system} job(s) submitted; scheduler {args.scheduler}",
+                file=sys.stderr,
+            )
+        return transform(args)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("system", choices=["slurm", "pbs"])
-    p.add_argument("input")
-    p.add_argument("output")
-    p.add_argument("--jobs", type=int, default=4, help="batch jobs = Dask workers")
-    p.add_argument("--queue")
-    p.add_argument("--account")
-    p.add_argument("--checkpoint")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--lam", type=float, default=0.1)
-    p.add_argument("--delta", type=float, default=0.015)
-    p.add_argument("--print-job-script", action="store_true", help="print the batch script and exit")
-    args = p.parse_args(argv)
-    cluster = make_cluster(args.system, args.queue, args.account)
-    if args.print_job_script:
-        print(cluster.job_script())
-        cluster.close()
+    parser = build_hpc_parser()
+    options, rest = parser.parse_known_args(argv)
+    if importlib.util.find_spec("dask_jobqueue") is None:
+        parser.error("needs the package dask-jobqueue; install it with: pip install dask-jobqueue")
+    if options.print_job_script:
+        with _cluster(options) as cluster:
+            print(cluster.job_script())
         return 0
-    from distributed import Client
-
-    import cdfts_dask
-
-    with cluster, Client(cluster) as client:
-        cluster.scale(jobs=args.jobs)
-        client.wait_for_workers(1)
-        cdfts_dask.cdf_ts(
-            args.input,
-            lam=args.lam,
-            delta=args.delta,
-            method="tiled",
-            client=client,
-            checkpoint=args.checkpoint,
-            resume=args.resume,
-            output=args.output,
-        )
-    return 0
+    if options.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {options.jobs}")
+    args, unknown = build_parser().parse_known_args(["transform", *rest])
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    for name in ("scheduler", "workers", "gpu"):
+        if getattr(args, name):
+            parser.error(f"--{name} is not for hpc.py: the batch jobs are the cluster")
+    args.func = functools.partial(run, options, args.func)
+    return run_command(args, prog=f"hpc.py {options.system}")
 
 
 if __name__ == "__main__":

@@ -39,21 +39,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run_command(build_parser().parse_args(argv))
+
+
+def run_command(args, prog: str | None = None) -> int:
+    """Run a parsed sub-command (``args.func``); user errors are one line on stderr, exit status 2.
+
+    ``prog`` names the command in messages (default ``cdfts COMMAND``).
+    """
+    prog = prog or f"cdfts {args.command}"
     try:
         return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:  # an optional dependency of this sub-command
         extra = "gpu" if exc.name in ("cupy", "dask_cuda") else "eval"
         print(
-            f"cdfts {args.command}: error: needs the optional package {exc.name!r}; "
+            f"{prog}: error: needs the optional package {exc.name!r}; "
             f"install it with: pip install 'cdfts-dask[{extra}]'",
             file=sys.stderr,
         )
         return 2
     except KeyboardInterrupt:
-        print("cdfts: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, TypeError, OSError) as exc:
-        print(f"cdfts {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
