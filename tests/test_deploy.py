@@ -1,12 +1,23 @@
-"""The deploy/ recipes, validated without a cluster: YAML structure, commands, volumes, job scripts."""
+"""The deploy/ recipes, validated without a cluster: images built from this checkout (Dockerfiles parsed,
+not built: this machine has a Docker client but no engine), YAML structure, commands, volumes, the
+Kubernetes manifests against the dask-kubernetes operator's CRD schemas, job scripts; and the wheel a
+user would build from the checkout, installed in a fresh virtual environment.
+(deploy/hpc.py on a real SLURM: tests/test_deploy_slurm.py.)"""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
+import shutil
+import subprocess
 import sys
+import venv
+from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import DATA, ROOT
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is in the test extra")
 DEPLOY = ROOT / "deploy"
@@ -37,12 +48,82 @@ def test_compose_services_commands_and_volumes():
     assert gpu["profiles"] == ["gpu"], "GPU workers must be opt-in"
     assert gpu["command"][:4] == ["dask", "cuda", "worker", address]
     assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
-    assert "[gpu]" in gpu["environment"]["EXTRA_PIP_PACKAGES"]
+    images = {"scheduler": "Dockerfile", "cpu-worker": "Dockerfile", "client": "Dockerfile",
+              "gpu-worker": "Dockerfile.gpu"}  # fmt: skip
+    for name, dockerfile in images.items():
+        build = services[name]["build"]  # built from this checkout, tagged with the service's image name
+        assert (DEPLOY / build["context"]).resolve() == ROOT, name
+        assert build["dockerfile"] == f"deploy/{dockerfile}", name
+        assert services[name]["image"].startswith("${"), name  # the tag to build and push is a parameter
     declared = set(spec["volumes"])
     for name in ("scheduler", "cpu-worker", "gpu-worker", "client"):
         mounts = dict(v.split(":", 1) for v in services[name]["volumes"])
         assert mounts.get("cdfts-data") == "/data", name  # one shared store for all
         assert set(mounts) <= declared
+
+
+def test_no_recipe_installs_the_package_by_name():
+    """cdfts-dask is not on any package index: every recipe installs it from this checkout."""
+    requirement = re.compile(r"cdfts[-_]dask(\[[^]]*\])?([=<>~!].*)?")
+    for path in DEPLOY.rglob("*"):
+        if not path.is_file() or path.suffix == ".md":
+            continue
+        text = path.read_text()
+        assert "EXTRA_PIP_PACKAGES" not in text, path
+        for line in re.findall(r"pip install (.*)", text):
+            names = [word.strip("\"'") for word in line.split()]
+            assert not any(requirement.fullmatch(name) for name in names), (path, line)
+
+
+# -- Dockerfiles -------------------------------------------------------------------------------------------
+
+
+def dockerfile(name: str):
+    parse = pytest.importorskip("dockerfile_parse", reason="dockerfile-parse is in the test extra")
+    with open(DEPLOY / name, "rb") as fh:
+        return parse.DockerfileParser(fileobj=fh, env_replace=False).structure
+
+
+def copied(structure) -> list[tuple[list[str], str]]:
+    """The COPY instructions as (sources relative to the build context, destination)."""
+    copies = [ins["value"].split() for ins in structure if ins["instruction"] == "COPY"]
+    return [(args[:-1], args[-1]) for args in copies]
+
+
+def copy_build_context(name: str, dest: Path) -> Path:
+    """What the Dockerfile ``name`` copies out of this checkout (the build context), placed under ``dest``
+    as the image would have it; returns the directory its ``pip install`` installs."""
+    structure = dockerfile(name)
+    for sources, target in copied(structure):
+        for source in sources:
+            to = dest / target.lstrip("/")
+            if not target.endswith("/"):  # COPY dir target: the directory's contents become target
+                shutil.copytree(ROOT / source, to)
+            else:
+                to.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / source, to)
+    return dest / copied(structure)[0][1].lstrip("/")
+
+
+@pytest.mark.parametrize(
+    "name, base, extra",
+    [("Dockerfile", "ghcr.io/dask/dask:", ""), ("Dockerfile.gpu", "nvidia/cuda:", "[gpu]")],
+)
+def test_dockerfile_installs_this_checkout(name, base, extra):
+    structure = dockerfile(name)
+    args = [ins["value"] for ins in structure if ins["instruction"] == "ARG"]
+    assert any(a.startswith(f"BASE_IMAGE={base}") for a in args)
+    assert [ins["value"] for ins in structure if ins["instruction"] == "FROM"] == ["${BASE_IMAGE}"]
+    copies = copied(structure)
+    sources = {src for srcs, _ in copies for src in srcs}
+    assert sources == {"pyproject.toml", "README.md", "cdfts_dask"}  # what the package build reads
+    assert all((ROOT / src).exists() for src in sources)  # relative to the build context (repo root)
+    target = copies[0][1].rstrip("/")
+    assert {dst.rstrip("/") for _, dst in copies} == {target, f"{target}/cdfts_dask"}
+    runs = " ".join(ins["value"] for ins in structure if ins["instruction"] == "RUN")
+    install = re.search(r"pip install --no-cache-dir (\S+)", runs)
+    assert install and install.group(1).strip('"') == f"{target}{extra}", runs
+    assert "cdfts --version" in runs  # the build fails if the console script does not run
 
 
 # -- Kubernetes (dask-kubernetes operator) -------------------------------------------------------------
@@ -68,13 +149,13 @@ def _check_cluster_spec(spec: dict, name: str) -> None:
 
 
 def test_k8s_daskcluster_manifest():
-    doc = load("k8s/daskcluster.yaml")
+    doc = load("k8s/cluster/daskcluster.yaml")
     assert doc["apiVersion"] == "kubernetes.dask.org/v1" and doc["kind"] == "DaskCluster"
     _check_cluster_spec(doc["spec"], doc["metadata"]["name"])
 
 
 def test_k8s_daskjob_manifest_runs_cdfts_with_resume():
-    doc = load("k8s/daskjob.yaml")
+    doc = load("k8s/job/daskjob.yaml")
     assert doc["apiVersion"] == "kubernetes.dask.org/v1" and doc["kind"] == "DaskJob"
     job = doc["spec"]["job"]["spec"]
     assert job["restartPolicy"] == "Never"
@@ -83,6 +164,101 @@ def test_k8s_daskjob_manifest_runs_cdfts_with_resume():
         assert needle in script
     assert {m["mountPath"] for m in _containers(job)[0]["volumeMounts"]} == {"/data"}
     _check_cluster_spec(doc["spec"]["cluster"]["spec"], doc["metadata"]["name"])
+
+
+def _images(node) -> list[str]:
+    if isinstance(node, dict):
+        own = [node["image"]] if "image" in node else []
+        return own + [i for v in node.values() for i in _images(v)]
+    return [i for v in node for i in _images(v)] if isinstance(node, list) else []
+
+
+@pytest.mark.parametrize("kind, manifest", [("cluster", "daskcluster.yaml"), ("job", "daskjob.yaml")])
+def test_k8s_image_is_a_kustomize_parameter(kind, manifest):
+    """kubectl apply -k deploy/k8s/KIND: the kustomization's ``images`` entry replaces every container's
+    image (kustomize's image transformer rewrites ``containers[].image`` at any depth, custom resources
+    included)."""
+    kustomization = load(f"k8s/{kind}/kustomization.yaml")
+    assert kustomization["kind"] == "Kustomization" and kustomization["resources"] == [manifest]
+    (image,) = kustomization["images"]
+    assert image["newName"] and image["newTag"]
+    images = _images(load(f"k8s/{kind}/{manifest}"))
+    assert images and {i.split(":")[0] for i in images} == {image["name"]}
+
+
+def _strict(schema):
+    """The CRD schema with unknown fields rejected (as ``kubectl apply --validate=strict`` does) wherever it
+    lists its properties and does not preserve unknown fields."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        if not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    return out
+
+
+@pytest.mark.parametrize("path", ["k8s/cluster/daskcluster.yaml", "k8s/job/daskjob.yaml"])
+def test_k8s_manifest_matches_the_operator_crd(path):
+    """Each manifest against the CustomResourceDefinition dask-kubernetes ships (its Helm chart's crds/)."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+    pytest.importorskip("dask_kubernetes", reason="dask-kubernetes is in the test extra (its CRD schemas)")
+    from importlib.resources import files
+
+    doc = load(path)
+    crd_file = f"{doc['kind'].lower()}.yaml"
+    crds = files("dask_kubernetes") / "operator/deployment/helm/dask-kubernetes-operator/crds"
+    crd = yaml.safe_load((crds / crd_file).read_text())
+    group, version = doc["apiVersion"].split("/")
+    assert crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == doc["kind"]
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version and v["served"]]
+    schema = _strict(served["schema"]["openAPIV3Schema"])
+    body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft4Validator(schema).iter_errors(body)]  # fmt: skip
+    assert errors == []
+    # the checker rejects what the operator would: a misspelt field, a wrong type
+    bad = {**body, "spec": {**body["spec"], "replicas": 2}}
+    assert not jsonschema.Draft4Validator(schema).is_valid(bad)
+
+
+# -- the wheel built from this checkout -----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_wheel_from_the_image_sources_installs_and_runs_cdfts_transform(tmp_path):
+    """``python -m build`` on exactly the files the Dockerfile copies, then ``pip install`` of the wheel in a
+    fresh virtual environment (dependencies from the package index), then ``cdfts transform`` outside the
+    checkout equals the in-tree run."""
+    pytest.importorskip("build", reason="build is in the test extra")
+    from cdfts_dask import cdf_ts
+
+    source = copy_build_context("Dockerfile", tmp_path / "context")
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(source)],
+                   check=True, capture_output=True)  # fmt: skip
+    (wheel,) = dist.glob("cdfts_dask-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    bin_dir = env_dir / "bin"
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+                   check=True, capture_output=True, env=clean)  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(DATA / "3L.csv", work / "in.csv")
+    command = [str(bin_dir / "cdfts"), "transform", "in.csv", "out.csv", "--label", "label", "--quiet"]
+    done = subprocess.run(command, cwd=work, env=clean, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    where = subprocess.run([str(bin_dir / "python"), "-c", "import cdfts_dask; print(cdfts_dask.__file__)"],
+                           cwd=work, env=clean, capture_output=True, text=True, check=True)  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(env_dir)  # the installed wheel ran, not the checkout
+    table = np.loadtxt(DATA / "3L.csv", delimiter=",", skiprows=1)
+    written = np.loadtxt(work / "out.csv", delimiter=",", skiprows=1)
+    np.testing.assert_allclose(written[:, :-1], cdf_ts(table[:, :-1]), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(written[:, -1], table[:, -1])
 
 
 # -- HPC (dask-jobqueue) ----------------------------------------------------------------------------------
