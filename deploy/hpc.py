@@ -41,7 +41,7 @@ COMMON = dict(cores=1, processes=1, memory="4GiB", walltime="02:00:00", local_di
 DASHBOARD_PORT = 8787
 
 
-def scheduler_address(interface: str | None, scheduler_host: str | None) -> str | None:
+def listen_host(interface: str | None, scheduler_host: str | None) -> str | None:
     """The address the scheduler listens on: ``scheduler_host``, else ``interface``'s IPv4 address."""
     if scheduler_host:
         return scheduler_host
@@ -79,7 +79,7 @@ def make_cluster(
         raise ValueError(f"system must be 'slurm' or 'pbs', got {system!r}")
     import dask_jobqueue
 
-    host = scheduler_address(interface, scheduler_host)
+    host = listen_host(interface, scheduler_host)
     options = {} if host is None else {"host": host, "dashboard_address": f"{host}:{DASHBOARD_PORT}"}
     options.update(overrides.pop("scheduler_options", {}))
     worker_args = list(overrides.pop("worker_extra_args", []))
@@ -91,7 +91,6 @@ def make_cluster(
         "account": account,
         "interface": interface,
         "scheduler_options": options,
-        "python": sys.executable,
         "worker_extra_args": worker_args,
         **overrides,
     }

@@ -313,3 +313,53 @@ def test_hpc_job_script(hpc, system, directives):
 def test_hpc_rejects_unknown_system(hpc):
     with pytest.raises(ValueError, match="slurm"):
         hpc.make_cluster("lsf")
+
+
+def test_hpc_defaults_to_loopback(hpc):
+    """Single node by default: scheduler, its dashboard and the workers (and theirs) on 127.0.0.1."""
+    cluster = hpc.make_cluster("slurm")
+    try:
+        address, dashboard, script = cluster.scheduler_address, cluster.dashboard_link, cluster.job_script()
+    finally:
+        cluster.close()
+    assert address.startswith("tcp://127.0.0.1:") and dashboard.startswith("http://127.0.0.1:")
+    worker = next(ln for ln in script.splitlines() if "dask_worker" in ln)
+    assert "--interface lo" in worker and "--dashboard-address 127.0.0.1:0" in worker
+    assert worker.split()[0] == sys.executable  # the nodes run this interpreter unless --python says
+
+
+def test_hpc_scheduler_host_and_install_source(hpc):
+    options = hpc.build_hpc_parser().parse_args(
+        ["pbs", "--interface", "", "--scheduler-host", "127.0.0.1", "--python", "/shared/venv/bin/python",
+         "--prologue", "module load python", "--memory", "2GiB"]
+    )  # fmt: skip
+    cluster = hpc._cluster(options)
+    try:
+        address, script = cluster.scheduler_address, cluster.job_script()
+    finally:
+        cluster.close()
+    assert address.startswith("tcp://127.0.0.1:")
+    worker = next(ln for ln in script.splitlines() if "dask_worker" in ln)
+    assert worker.startswith("/shared/venv/bin/python -m distributed.cli.dask_worker tcp://127.0.0.1:")
+    assert "--interface" not in worker and "--memory-limit 2.00GiB" in worker
+    assert script.index("module load python") < script.index(worker)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["in.npy", "out.txt"], "output: unsupported file type '.txt'"),
+        (["in.npy", "out.npy", "--workers", "2"], "--workers is not for hpc.py"),
+        (["in.npy", "out.npy", "--jobs", "0"], "--jobs must be at least 1"),
+        (["in.npy", "out.npy", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_hpc_errors_are_one_line_before_any_job(hpc, capsys, argv, message):
+    """The CLI's own checks, and their one-line errors (exit status 2), run before a job is queued."""
+    try:
+        status = hpc.main(["slurm", *argv])
+    except SystemExit as exc:  # argument errors exit from the parser
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
