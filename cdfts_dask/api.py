@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 
 import numpy as np
 
 from . import _validation as v
 from . import oracle, runner
-from .cluster import get_client
+from .dask_client import dask_client, outlives_the_run
 from .engine import DEVICES
 from .inputs import is_path, load_points
 from .lazy import lazy_input
+from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
 
 #: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
@@ -42,10 +44,11 @@ def cdf_ts(
     resume: bool = False,
     output=None,
     n_workers: int | None = None,
-    progress: Callable[[runner.IterationReport], None] | None = None,
+    progress: bool | Callable[[runner.IterationReport], None] | None = None,
     return_info: bool = False,
     dtype: str = "float64",
     backend: str = "cpu",
+    verbose: bool = False,
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -66,22 +69,40 @@ def cdf_ts(
     k : neighbours for ``estimator="knn"``, 1 <= k <= n - 1
     method : ``"dense"`` (NumPy oracle), ``"tiled"`` (Dask engine) or ``"auto"``
         (dense for n <= 2000 unless a client or tile size is given)
-    client : ``distributed.Client``, scheduler address, or None for an embedded
-        ``LocalCluster`` of ``n_workers`` processes
+    client : ``distributed.Client``, scheduler address, or None: the session's default client
+        when one is open, else an embedded ``LocalCluster`` of ``n_workers`` processes
     tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
     checkpoint : Zarr store path; every complete iteration is written there
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
     output : Zarr path to write the result to (returned opened read-only)
-    progress : called with an :class:`~cdfts_dask.runner.IterationReport` per iteration
+    progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
+        or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
     dtype : ``"float64"`` (default, equals the oracle to 1e-9) or ``"float32"`` (tiled engine;
         neighbourhoods exact on the float32-rounded points, positions to ~1e-5; see docs/BENCHMARKS.md)
     backend : the device of the tiled engine: ``"cpu"`` (numba kernels)
+    verbose : print the messages of the ``cdfts_dask`` logger (start line, one line per
+        iteration, the end) on stderr; without it they go only where the application's
+        ``logging`` configuration sends them
 
     Returns
     -------
-    numpy.ndarray (n x d) in [0, 1]^d, or a read-only ``zarr.Array`` when ``output`` is given.
+    numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks) for a dask array in;
+    or a read-only ``zarr.Array`` when ``output`` is given.
     """
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be True or False, got {verbose!r}")
+    with verbosity(verbose):
+        return _cdf_ts(
+            X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
+            n_workers, progress, return_info, dtype, backend,
+        )  # fmt: skip
+
+
+def _cdf_ts(
+    X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
+    n_workers, progress, return_info, dtype, backend,
+):  # fmt: skip
     lam = v.check_lam(lam)
     delta = v.check_delta(delta)
     max_iter = v.check_max_iter(max_iter)
@@ -91,6 +112,8 @@ def cdf_ts(
         raise TypeError(f"resume must be True or False, got {resume!r}")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
     lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
     points = load_points(X) if lazy is None else None
     n, d = points.shape if lazy is None else lazy.shape
@@ -110,26 +133,47 @@ def cdf_ts(
         k=k,
         checkpoint=None if checkpoint is None else str(checkpoint),
         resume=resume,
-        progress=progress,
+        progress=progress if callable(progress) else None,
+        progress_bar=progress is True,
         dtype=dtype,
     )
+    where = f"CDF-TS of n = {n} points, d = {d} (lambda = {lam}, {estimator} estimator)"
     if method == "dense":
+        logger.info("%s: dense NumPy oracle in this process", where)
         points = lazy.load() if points is None else points
         dense = runner.DenseMethod()
-        return _finish(dense, runner.run(dense, points, **args), output, return_info)
-    with get_client(client, n_workers, gpu=backend == "cuda") as c:
+        return _finish(dense, runner.run(dense, points, **args), output, return_info, lazy, False)
+    with dask_client(client, n_workers, gpu=backend == "cuda") as c:
+        logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
+        if backend == "cpu":
+            _say_if_compiling(c)
         tiled = runner.TiledMethod(c, tile_size, dtype=dtype, device=backend)
         handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
-        return _finish(tiled, runner.run(tiled, handle, **args), output, return_info)
+        result = runner.run(tiled, handle, **args)
+        return _finish(tiled, result, output, return_info, lazy, outlives_the_run(c))
 
 
-def _finish(method, result: runner.RunResult, output, return_info: bool):
+def _say_if_compiling(client) -> None:
+    """Log "compiling kernels" once: when a worker's numba cache does not hold them yet."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    from .engine.cpu_kernels import kernels_cached
+
+    if any(cached is False for cached in client.run(kernels_cached).values()):
+        logger.info("compiling the numba kernels, first run only (cached on disk for later runs)")
+
+
+def _finish(method, result: runner.RunResult, output, return_info: bool, lazy, on_cluster: bool):
+    """The result as the caller expects it: Zarr when ``output`` is given; for a dask array in, a
+    dask array (backed by the result on the workers when the cluster outlives this call); else NumPy."""
     if output is not None:
         import zarr
 
         attrs = {"deltas": result.deltas, "converged": result.converged}
         method.write_output(str(output), result.X, attrs)
         out = zarr.open_array(str(output), mode="r")
+    elif lazy is not None and lazy.is_dask:
+        out = lazy.like_input(result.X if on_cluster else method.fetch(result.X))
     else:
         out = method.fetch(result.X)
     result.X = out
@@ -162,6 +206,8 @@ class CDFTS:
         n_workers: int | None = None,
         dtype: str = "float64",
         backend: str = "cpu",
+        verbose: bool = False,
+        progress: bool | Callable[[runner.IterationReport], None] | None = None,
     ):
         self.lam = lam
         self.delta = delta
@@ -176,6 +222,8 @@ class CDFTS:
         self.n_workers = n_workers
         self.dtype = dtype
         self.backend = backend
+        self.verbose = verbose
+        self.progress = progress
 
     @classmethod
     def _get_param_names(cls) -> list[str]:

@@ -2,35 +2,20 @@
 
 For each size n (and dtype, worker count) one CDF-TS iteration is timed on
 a fresh ``LocalCluster`` after a warm-up iteration (numba compilation and
-data placement excluded; the timed run is the best of ``repeat``).  Reported:
+data placement excluded; the timed run is the best of ``repeat``).  The
+columns are defined in :data:`COLUMN_MEANINGS` (``cdfts bench`` prints them
+above its table and in ``--help``).  Notes:
 
-* ``s_iter``: seconds per iteration (best of ``repeat``);
-* ``ref_pps`` / ``shift_pps``: pair evaluations per second of the reference
-  pass (diameter + counts or k-NN radii; n^2 pairs) and of the shift pass
-  (n^2 pairs, including the O(n d) finish); ``pps`` = 2 n^2 / s_iter;
-* ``cpu_s``: CPU seconds the worker processes spent in the iteration
-  (summed); ``cpu_s / workers`` close to ``s_iter`` means the workers were
-  busy all along, a larger ``s_iter`` means waiting (scheduling, or other
-  processes competing for the cores);
-* ``peak_mib``: peak resident memory summed over the worker processes
-  (``VmHWM``; includes each worker's ~200 MiB interpreter, Dask and numba baseline);
-* ``cores``: cores the workers actually got, measured right after (all
-  workers spinning at once: CPU seconds / wall seconds); equals the worker
-  count on an idle machine, less when other processes share the cores, and
-  bounds the wall-clock worker scaling;
-* ``x_oracle``: speed-up over one iteration of the dense NumPy oracle
-  (:func:`cdfts_dask.oracle.cdf_ts_step`) on the same data, in this process
-  (skipped above ``oracle_max``);
-* ``x_gemm``: achieved arithmetic rate over this machine's float64 GEMM rate
-  (measured here with NumPy/BLAS on all cores).  A pair evaluation is
-  counted as ``4 d + 3`` flops (the mean of the reference pass's ``3 d`` and
-  the shift pass's ``3 d + 2 (d + 1) + 4``; sqrt and division count as one);
-  ``gemm_pps`` is that roof expressed in pair evaluations per second;
-* ``cpu_max``: the largest per-worker CPU seconds: the iteration's critical
-  path on an otherwise idle machine;
-* ``x_1w``: wall-clock speed-up over the 1-worker run of the same size (when
-  measured); ``x_1w_cpu`` the same from ``cpu_max`` (robust to other
-  processes sharing the cores).
+* ``cpu_s / workers`` close to ``s_iter`` means the workers were busy all
+  along; a larger ``s_iter`` means waiting (scheduling, or other processes
+  competing for the cores);
+* ``cores`` (all workers spinning at once: CPU seconds / wall seconds) equals
+  the worker count on an idle machine, less when other processes share the
+  cores, and bounds the wall-clock worker scaling;
+* ``x_gemm`` counts a pair evaluation as ``4 d + 3`` flops (the mean of the
+  reference pass's ``3 d`` and the shift pass's ``3 d + 2 (d + 1) + 4``; sqrt
+  and division count as one); the last line prints that roof in pair
+  evaluations per second.
 """
 
 from __future__ import annotations
@@ -45,10 +30,26 @@ from . import oracle
 from .engine import TiledEngine
 from .normalise import minmax_normalise
 
-COLUMNS = [
-    "n", "d", "dtype", "workers", "s_iter", "ref_pps", "shift_pps", "pps", "cpu_s", "cpu_max",
-    "peak_mib", "cores", "x_oracle", "x_gemm", "x_1w", "x_1w_cpu",
-]  # fmt: skip
+#: every column of the table and what it measures (``-`` in a row: not measured)
+COLUMN_MEANINGS = {
+    "n": "points",
+    "d": "dimensions",
+    "dtype": "working precision of the engine",
+    "workers": "worker processes (one thread each; GPUs with --gpu)",
+    "s_iter": "seconds per iteration (best of --repeat)",
+    "ref_pps": "pair evaluations per second of the reference pass (diameter + counts or k-NN radii)",
+    "shift_pps": "pair evaluations per second of the shift pass (n^2 pairs, with the O(n d) finish)",
+    "pps": "pair evaluations per second over the iteration: 2 n^2 / s_iter",
+    "cpu_s": "CPU seconds of all worker processes together in the iteration",
+    "cpu_max": "largest CPU seconds of one worker: the critical path on an idle machine",
+    "peak_mib": "peak resident memory of all workers together (MiB; ~200 MiB interpreter baseline each)",
+    "cores": "cores the workers actually got, measured right after (less than workers: shared machine)",
+    "x_oracle": "speed-up over one iteration of the dense NumPy oracle on the same data, in this process",
+    "x_gemm": "achieved flop rate / this machine's float64 GEMM rate (4 d + 3 flops per pair)",
+    "x_1w": "wall-clock speed-up over the 1-worker run of the same size",
+    "x_1w_cpu": "the same from cpu_max (robust to other processes sharing the cores)",
+}
+COLUMNS = list(COLUMN_MEANINGS)
 
 
 @dataclass
@@ -242,6 +243,11 @@ def format_row(row: Row) -> str:
         f"{row.peak_mib:>8.0f} {row.cores:>5.2f} "
         f"{f('x_oracle', '>8.1f')} {f('x_gemm', '>6.3f')} {f('x_1w', '>5.2f')} {f('x_1w_cpu', '>8.2f')}"
     )
+
+
+def legend() -> str:
+    """The column meanings, one ``# name: meaning`` line each (printed above the table)."""
+    return "\n".join(f"# {name:>9s}: {meaning}" for name, meaning in COLUMN_MEANINGS.items())
 
 
 def header() -> str:

@@ -25,6 +25,18 @@ class LazyInput:
 
     array: object  # dask.array.Array
     name: str
+    is_dask: bool = False  # the caller passed a dask array (not a Zarr path): give one back
+
+    def like_input(self, result):
+        """The result (n x d, a NumPy array or a future of one on the workers) as a dask array
+        chunked like the input; a future stays where it is until the caller computes."""
+        import dask
+        import dask.array as da
+
+        if isinstance(result, np.ndarray):
+            return da.from_array(result, chunks=self.array.chunks)
+        whole = da.from_delayed(dask.delayed(result), shape=self.shape, dtype=np.float64)
+        return whole.rechunk(self.array.chunks)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -40,15 +52,13 @@ class LazyInput:
         """Future of the validated float64 array, assembled on a worker; raises the worker's error here."""
         import uuid
 
-        from distributed import wait
-
         # a fresh graph name per run: equal inputs must not share keys with a run still being released
         name = f"cdfts-input-{uuid.uuid4().hex}"
         checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64, name=name)
         future = client.compute(checked)
-        wait(future)
-        if future.status == "error":
-            raise future.exception()
+        error = future.exception()  # waits through the future's own client (which need not be the default)
+        if error is not None:
+            raise error
         client.replicate([future])  # worker to worker, like the broadcast scatter of in-memory input
         return future
 
@@ -86,5 +96,5 @@ def lazy_input(X, name: str = "X") -> LazyInput | None:
     if isinstance(X, da.Array):
         check_numeric_dtype(X.dtype, name)
         check_shape(tuple(X.shape), name)
-        return LazyInput(X, name)
+        return LazyInput(X, name, is_dask=True)
     return None

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import oracle, store
 from .engine import Step, TiledEngine
+from .log import logger
 from .normalise import minmax_normalise
 
 
@@ -52,8 +53,8 @@ class DenseMethod:
     def fingerprint(self, X) -> str:
         return store.fingerprint(X)
 
-    def step(self, X, shape, lam, estimator, k) -> Step:
-        return oracle.cdf_ts_step(X, lam, estimator, k)
+    def step(self, X, shape, lam, estimator, k, watch=None) -> Step:
+        return oracle.cdf_ts_step(X, lam, estimator, k)  # one NumPy call: nothing to watch
 
     def save(self, path, t, info: Step, seconds: float) -> None:
         store.Checkpoint(path).write_iteration(t, info.X, info.statistics, _iteration_attrs(info, seconds))
@@ -116,9 +117,9 @@ class TiledMethod:
     def fingerprint(self, X) -> str:
         return self.client.submit(store.fingerprint, X).result()
 
-    def step(self, X, shape, lam, estimator, k) -> Step:
+    def step(self, X, shape, lam, estimator, k, watch=None) -> Step:
         n, d = shape
-        return self.engine.step(X, n, d, lam, estimator, k)
+        return self.engine.step(X, n, d, lam, estimator, k, watch=watch)
 
     def save(self, path, t, info: Step, seconds: float) -> None:
         attrs = store._jsonable(_iteration_attrs(info, seconds))
@@ -138,6 +139,20 @@ class TiledMethod:
         self.client.submit(_write_output_on_worker, self.to_host, path, X, attrs).result()
 
 
+def panel_progress(description: str):
+    """A ``watch(futures)`` for the engine: a tqdm bar (stderr) over the tasks as they finish."""
+
+    def watch(futures) -> None:
+        from distributed import as_completed
+        from tqdm import tqdm
+
+        with tqdm(total=len(futures), desc=description, unit="task", leave=False) as bar:
+            for _ in as_completed(futures, loop=futures[0].client.loop):  # not the default client
+                bar.update()
+
+    return watch
+
+
 @store.locked_checkpoint  # reliability: one run per checkpoint store at a time
 def run(
     method,
@@ -152,6 +167,7 @@ def run(
     resume: bool = False,
     progress: Callable[[IterationReport], None] | None = None,
     dtype: str = "float64",
+    progress_bar: bool = False,
 ) -> RunResult:
     """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
 
@@ -159,6 +175,8 @@ def run(
     checkpoint, iteration t is written and marked complete before
     iteration t+1 starts; ``resume=True`` continues from the last complete
     iteration of an existing store (which must match input and parameters).
+    Every iteration is logged (INFO, the ``cdfts_dask`` logger); ``progress_bar``
+    shows the tasks of each iteration of the tiled engine as they finish.
     """
     n = shape[0]
     params = {
@@ -182,6 +200,7 @@ def run(
         done = ckpt.completed
         result.deltas = ckpt.deltas
         result.resumed_from = done
+        logger.info("resuming %s after iteration %d", checkpoint, done)
         Xt = method.load_positions(checkpoint, done)
         start = done + 1
         if result.deltas and (result.deltas[-1] <= delta or done >= max_iter):
@@ -191,19 +210,30 @@ def run(
         Xt = method.normalise(X)
         if checkpoint is not None:
             method.create_store(checkpoint, params, fp, Xt)
+    run_tic = time.perf_counter()
     for t in range(start, max_iter + 1):
         tic = time.perf_counter()
-        info = method.step(Xt, shape, lam, estimator, k)
+        watch = panel_progress(f"iteration {t}") if progress_bar else None
+        info = method.step(Xt, shape, lam, estimator, k, watch=watch)
         seconds = time.perf_counter() - tic
         if checkpoint is not None:
             method.save(checkpoint, t, info, seconds)
         Xt = info.X
         result.deltas.append(info.delta)
+        report = IterationReport(t, info.delta, seconds, n)
+        logger.info(
+            "iteration %d: Delta %.6f, %.2f s, %.3g pairs/s", t, info.delta, seconds, report.pairs_per_second
+        )
         if progress is not None:
-            progress(IterationReport(t, info.delta, seconds, n))
+            progress(report)
         if info.delta <= delta:
             result.converged = True
             break
+    logger.info(
+        "%s after %d iteration(s) (Delta %.6f) in %.2f s",
+        f"converged (Delta <= {delta})" if result.converged else f"stopped at max_iter = {max_iter}",
+        len(result.deltas), result.deltas[-1], time.perf_counter() - run_tic,
+    )  # fmt: skip
     if checkpoint is not None:
         store.Checkpoint(checkpoint).finish("converged" if result.converged else "max_iter")
     result.X = Xt

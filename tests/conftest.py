@@ -41,7 +41,7 @@ def _cluster(n_workers: int):
     cluster = LocalCluster(
         n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
     )
-    return cluster, Client(cluster)
+    return cluster, Client(cluster, set_as_default=False)  # tests pass it; client=None means no client
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,9 @@ def test_bench_command_prints_columns():
         capture_output=True, text=True, cwd=ROOT, env=cli_env(), timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.strip().splitlines()
+    legend = [line for line in proc.stdout.splitlines() if line.startswith("#")]
+    assert [line[1:].split(":")[0].strip() for line in legend] == bench.COLUMNS  # every column explained
+    lines = [line for line in proc.stdout.strip().splitlines() if not line.startswith("#")]
     assert lines[0].split() == bench.COLUMNS
     rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
     assert [(r[0], r[2], r[3]) for r in rows] == [("60", "float64", "1"), ("60", "float32", "1")]

@@ -47,7 +47,7 @@ def test_transform_csv_passes_label_through(tmp_path):
     out = tmp_path / "out.csv"
     res = cdfts("transform", DATA / "syn.csv", out, "--label", "label", "--delta", "0.01")
     assert res.returncode == 0, res.stderr
-    assert "iteration   5  Delta 0.008643" in res.stderr and "pairs/s" in res.stderr
+    assert "iteration 5: Delta 0.008643" in res.stderr and "pairs/s" in res.stderr
     table = np.loadtxt(out, delimiter=",", skiprows=1)
     src = np.loadtxt(DATA / "syn.csv", delimiter=",", skiprows=1)
     assert out.read_text().splitlines()[0] == "x0,x1,label"
@@ -86,9 +86,9 @@ def test_transform_npy_and_zarr_on_workers(tmp_path, suffix):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--lam", "2"], "lam must lie in the open interval (0, 1), got 2.0"),
-        (["--estimator", "knn", "-k", "5000"], "k must lie in [1, n - 1] = [1, 1499], got k=5000"),
-        (["--delta", "0"], "delta must be a positive finite number, got 0.0"),
+        (["--label", "label", "--lam", "2"], "lam must lie in the open interval (0, 1), got 2.0"),
+        (["--no-label", "--estimator", "knn", "-k", "5000"], "k must lie in [1, n - 1] = [1, 1499]"),
+        (["--label", "-1", "--delta", "0"], "delta must be a positive finite number, got 0.0"),
         (["--label", "nolabel"], "label column 'nolabel' not found"),
     ],
 )
@@ -140,3 +140,33 @@ def test_missing_optional_dependency_is_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert "needs the optional package 'scipy.optimize'" in err[0] and "cdfts-dask[eval]" in err[0]
+
+
+def test_a_label_like_column_is_refused_unless_named(tmp_path):
+    """`cdfts transform 4C.csv out.csv` would transform the `label` column as a feature: refused, naming
+    the option that passes it through; --no-label transforms it on purpose."""
+    from cdfts_dask.cli import main
+
+    out = tmp_path / "out.csv"
+    res = cdfts("transform", DATA / "4C.csv", out)
+    assert res.returncode == 2 and not out.exists()
+    assert res.stderr.strip() == (
+        "cdfts transform: error: input column 'label' looks like a label, not a feature: pass --label label "
+        "to pass it through untouched, or --no-label to transform it as a feature"
+    )
+    for name in ["Class", "target", "y", "outlier"]:
+        src, out = tmp_path / f"{name}.csv", tmp_path / f"{name}-out.csv"
+        src.write_text(f"a,{name},b\n" + "".join(f"{i % 7},{i % 2},{i % 5}\n" for i in range(40)))
+        assert main(["transform", str(src), str(out), "--quiet"]) == 2 and not out.exists()
+        assert main(["transform", str(src), str(out), "--quiet", "--label", name]) == 0
+        assert out.read_text().splitlines()[0] == f"a,b,{name}"
+        assert main(["transform", str(src), str(out), "--quiet", "--no-label"]) == 0
+        assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (40, 3)  # all three columns transformed
+
+
+def test_help_states_each_default_once():
+    for command in ["transform", "plot", "evaluate", "bench"]:
+        text = cdfts(command, "--help").stdout
+        assert "(default: None)" not in text and "(default: False)" not in text
+        for option in text.split("\n  -")[1:]:
+            assert option.count("default") <= 1, option

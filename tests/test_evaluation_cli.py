@@ -6,9 +6,9 @@ import sys
 from tests.conftest import DATA, ROOT, cli_env
 
 
-def _cdfts(*args, timeout=300):
+def _cdfts(*args, timeout=300, warnings="default"):
     return subprocess.run(
-        [sys.executable, "-m", "cdfts_dask", *args],
+        [sys.executable, "-W", warnings, "-m", "cdfts_dask", *args],
         cwd=ROOT,
         env=cli_env(),
         capture_output=True,
@@ -35,6 +35,7 @@ def test_evaluate_writes_tables(tmp_path):
     assert r.returncode == 0, r.stderr
     md = (out / "clustering.md").read_text()
     assert "| 3L |" in md and "(0.59)" in md and "#Top 1" in md
+    assert "Values in parentheses are the paper's; the others are this run's best F-measure." in md
     csv_lines = (out / "results.csv").read_text().splitlines()
     assert csv_lines[0].startswith("task,dataset,algorithm,transform")
     assert len(csv_lines) == 1 + 4 * 4  # 4 algorithms x 4 views
@@ -47,13 +48,14 @@ def test_evaluate_without_datasets_is_a_clean_error(tmp_path):
 
 
 def test_plot_two_and_high_dimensional(tmp_path):
-    r = _cdfts("plot", str(DATA / "3L.csv"), "--out", str(tmp_path), "--iterations", "3")
+    r = _cdfts("plot", str(DATA / "3L.csv"), "--out", str(tmp_path), "--iterations", "3", warnings="error")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "3L_iterations.png").stat().st_size > 1000
     assert (tmp_path / "3L_convergence.png").exists()
     hd = tmp_path / "hd.csv"
     lines = ["a,b,c,label"] + [f"{i % 7},{(i * 3) % 11},{i % 5},{i % 2}" for i in range(60)]
     hd.write_text("\n".join(lines) + "\n")
-    r = _cdfts("plot", str(hd), "--out", str(tmp_path), "--iterations", "2")
+    r = _cdfts("plot", str(hd), "--out", str(tmp_path), "--iterations", "2", warnings="error")
     assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr  # -W error: any warning (e.g. scikit-learn's MDS FutureWarning) fails
     assert (tmp_path / "hd_mds.png").stat().st_size > 1000

@@ -83,6 +83,8 @@ def test_report_table_average_and_wins():
     assert "0.600 (0.650)" in avg and "0.850 (0.915)" in avg
     wins = [line for line in md.splitlines() if line.startswith("| #Top 1")][0].split("|")[2:6]
     assert [w.strip() for w in wins] == ["0", "1", "1", "1"]
+    assert "Values in parentheses are the paper's; the others are this run's best F-measure." in md
+    assert "parentheses" not in markdown_table(rows, "clustering", with_paper=False)  # no paper values shown
 
 
 def test_load_labelled_formats(tmp_path):

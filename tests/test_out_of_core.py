@@ -31,11 +31,27 @@ def test_zarr_input_tiled_equals_dense(tmp_path, client):
 
 
 def test_dask_array_input_stays_on_workers(client):
+    """Lazy in, lazy out: with the caller's client the result is a dask array whose data is still on
+    the workers (chunked like the input) until the caller computes it."""
     da = pytest.importorskip("dask.array")
     X = np.random.default_rng(2).random((200, 2))
     ref = cdfts_dask.cdf_ts(X, max_iter=2, method="dense")
     out = cdfts_dask.cdf_ts(da.from_array(X, chunks=(50, 2)), max_iter=2, method="tiled", client=client)
-    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
+    assert isinstance(out, da.Array) and out.chunks == ((50, 50, 50, 50), (2,))
+    assert any(type(v).__name__ == "Future" for v in dict(out.dask).values())  # not fetched to the client
+    np.testing.assert_allclose(client.compute(out).result(), ref, rtol=0, atol=1e-9)
+
+
+def test_dask_array_out_outlives_an_embedded_cluster():
+    """Without a client the run's cluster closes at the end: the dask array returned holds the data."""
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(4).random((150, 2))
+    ref = cdfts_dask.cdf_ts(X, max_iter=2, method="dense")
+    dense = cdfts_dask.cdf_ts(da.from_array(X, chunks=(40, 2)), max_iter=2, method="dense")
+    tiled = cdfts_dask.cdf_ts(da.from_array(X, chunks=(40, 2)), max_iter=2, method="tiled", n_workers=1)
+    for out in (dense, tiled):
+        assert isinstance(out, da.Array) and out.chunks == ((40, 40, 40, 30), (2,))
+        np.testing.assert_allclose(out.compute(scheduler="sync"), ref, rtol=0, atol=1e-9)
 
 
 def test_nan_in_a_zarr_chunk_is_reported_by_the_worker(tmp_path, client):

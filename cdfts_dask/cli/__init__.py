@@ -16,6 +16,17 @@ import sys
 SUBCOMMANDS = ["transform", "evaluate", "plot", "bench"]
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" to an option's help once: not for None / False defaults (an unset
+    option or a flag) and not where the help text already states its default."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
 class OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr (exit status 2), no usage dump."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import bench
+from . import HelpFormatter
 
 
 def _ints(text: str) -> list[int]:
@@ -17,6 +18,10 @@ def _ints(text: str) -> list[int]:
     return values
 
 
+class BenchHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's one-line-per-column layout."""
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "bench",
@@ -24,8 +29,9 @@ def register(sub) -> None:
         description="Time one CDF-TS iteration of the tiled engine for each size, dtype and worker "
         "count, on synthetic blobs, and print seconds per iteration, pair evaluations per second per "
         "pass, peak worker memory, and ratios measured in this run against the dense NumPy oracle and "
-        "this machine's float64 GEMM rate. See cdfts_dask/bench.py for the definitions.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        "this machine's float64 GEMM rate.",
+        epilog="columns of the table:\n" + bench.legend().replace("# ", "  "),
+        formatter_class=BenchHelpFormatter,
     )
     p.add_argument("--sizes", type=_ints, default=[1000, 7200], help="comma-separated n, e.g. 1e3,1e4,1e5")
     p.add_argument("-d", "--dims", type=int, default=6, help="dimensions d of the synthetic data")
@@ -75,6 +81,7 @@ def run(args) -> int:
                     flush=True,
                 )
         return 0
+    print(bench.legend(), flush=True)
     print(bench.header(), flush=True)
     _, gemm = bench.run(
         args.sizes, d=args.dims, dtypes=dtypes, workers=tuple(args.workers), lam=args.lam,

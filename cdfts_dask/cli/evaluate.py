@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import HelpFormatter
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -26,7 +28,7 @@ def register(sub) -> None:
         description="Run DBSCAN, DP, EC, LGD (F-measure) and kNN, LOF, iForest, iNNE (ROC AUC) "
         "on the original, ReScale, DScale and CDF-TS views of every dataset, with the paper's "
         "parameter grids, in parallel on Dask.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument(
         "--datasets",
@@ -117,7 +119,7 @@ def _cost(task) -> float:
 
 
 def run(args) -> int:
-    from ..cluster import get_client
+    from ..dask_client import dask_client
     from ..evaluation import report
     from ..evaluation.protocol import run_task
 
@@ -130,7 +132,7 @@ def run(args) -> int:
     (out / "records.jsonl").unlink(missing_ok=True)
     from distributed import as_completed
 
-    with get_client(args.scheduler, args.workers) as client:
+    with dask_client(args.scheduler, args.workers) as client:
         if not args.quiet:
             print(f"{len(tasks)} tasks on {len(client.scheduler_info()['workers'])} workers", file=sys.stderr)
         futures = {client.submit(run_task, t, pure=False): t for t in tasks}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from . import HelpFormatter
 
 
 def register(sub) -> None:
@@ -15,7 +16,7 @@ def register(sub) -> None:
         "epsilon-neighbourhood density in each title. Always: Delta and density std per iteration. "
         "For d > 2: "
         "MDS of the original and CDF-TS distances coloured by label. PNGs go to --out.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("input", help="labelled .csv/.npy/.zarr file")
     p.add_argument("--label", default="label", help="label column (name or index; -1 = last)")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
 from ..api import DENSE_MAX_N, cdf_ts
 from ..inputs import read_table
+from ..log import logger, verbosity
 from ..outputs import check_writable, output_format, write_table
+from . import HelpFormatter
 
 
 def register(sub) -> None:
@@ -18,7 +19,7 @@ def register(sub) -> None:
         description="Transform the points in INPUT with CDF-TS and write them to OUTPUT. "
         "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr. A label column named by --label "
         "is passed through untouched (written as the last column of a CSV output).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns)")
     p.add_argument("output", help="output file: .csv, .npy or .zarr")
@@ -34,10 +35,17 @@ def register(sub) -> None:
     p.add_argument("--max-iter", type=int, default=100, help="most iterations to run (at least one runs)")
     p.add_argument("--estimator", choices=["epsilon", "knn"], default="epsilon", help="density estimator")
     p.add_argument("-k", "--k", type=int, default=None, help="neighbours for --estimator knn (1 <= k <= n-1)")
-    p.add_argument(
+    labels = p.add_mutually_exclusive_group()
+    labels.add_argument(
         "--label",
         default=None,
         help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
+    )
+    labels.add_argument(
+        "--no-label",
+        action="store_true",
+        help="transform every column, even one whose header is named like a label "
+        f"({', '.join(LABEL_LIKE_NAMES)}; refused without --label or --no-label)",
     )
     p.add_argument(
         "--method",
@@ -61,7 +69,12 @@ def register(sub) -> None:
         action="store_true",
         help="continue the run stored in --checkpoint (a new run starts if the store does not exist yet)",
     )
-    p.add_argument("--quiet", action="store_true", help="no per-iteration progress")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no messages on stderr (else: a start line, a progress bar on a terminal, one line per "
+        "iteration)",
+    )
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                    help="working precision of the tiled engine (float32: exact neighbourhoods, "
                    "positions to ~1e-5)")
@@ -70,22 +83,34 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _progress(report) -> None:
-    print(
-        f"iteration {report.iteration:3d}  Delta {report.delta:.6f}  {report.seconds:8.2f} s  "
-        f"{report.pairs_per_second:.3g} pairs/s",
-        file=sys.stderr,
-        flush=True,
-    )
+#: header names that usually hold a label, not a feature (compared case-insensitively)
+LABEL_LIKE_NAMES = ("label", "class", "target", "y", "outlier")
+
+
+def check_no_label_column(header: list[str] | None) -> None:
+    """Refuse to transform a column named like a label unless the user said what it is."""
+    for name in header or []:
+        if name.strip().lower() in LABEL_LIKE_NAMES:
+            raise ValueError(
+                f"input column {name!r} looks like a label, not a feature: pass --label {name} to pass it "
+                "through untouched, or --no-label to transform it as a feature"
+            )
 
 
 def run(args) -> int:
+    with verbosity(not args.quiet):
+        return _run(args)
+
+
+def _run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     else:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
+        if args.label is None and not args.no_label:
+            check_no_label_column(header)
     method = args.method
     if method == "auto" and (args.scheduler or args.workers):
         method = "tiled"
@@ -103,7 +128,7 @@ def run(args) -> int:
         checkpoint=args.checkpoint,
         resume=args.resume,
         n_workers=args.workers,
-        progress=None if args.quiet else _progress,
+        progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
         return_info=True,
         output=_worker_output(args, labels),
         dtype=args.dtype,
@@ -119,13 +144,8 @@ def run(args) -> int:
         label_name = args.label
     if _worker_output(args, labels) is None:
         write_table(args.output, Y, labels, header, label_name)
-    if not args.quiet:
-        state = "converged" if info.converged else "stopped at --max-iter"
-        print(
-            f"{state} after {info.n_iter} iteration(s) in {time.perf_counter() - tic:.2f} s; "
-            f"wrote {Y.shape[0]} x {Y.shape[1]} to {args.output}",
-            file=sys.stderr,
-        )
+    seconds = time.perf_counter() - tic
+    logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
 
 

@@ -279,3 +279,21 @@ def block_max_sq(X, order, bounds, lo, hi, best, b0, b1):
                     if sq[t] > best:
                         best = sq[t]
     return best
+
+
+def kernels_cached() -> bool | None:
+    """Whether numba's on-disk cache (``cache=True``) holds compiled kernels of this module from an
+    earlier run, as this process sees it; None when numba's cache cannot be inspected.
+
+    Used only to say "compiling kernels, first run only" before the first run on a machine.
+    """
+    from numba.core.dispatcher import Dispatcher
+
+    try:
+        return any(
+            bool(kernel._cache._cache_file._load_index())
+            for kernel in globals().values()
+            if isinstance(kernel, Dispatcher)
+        )
+    except Exception:  # numba internals moved: say nothing rather than something wrong
+        return None

@@ -89,13 +89,16 @@ class TiledEngine:
         return max(1, sum(self.client.nthreads().values()))
 
     def step(
-        self, X, n: int, d: int, lam: float, estimator: str, k: int | None, timings: dict | None = None
-    ) -> Step:
+        self, X, n: int, d: int, lam: float, estimator: str, k: int | None, timings: dict | None = None,
+        watch=None,
+    ) -> Step:  # fmt: skip
         """One iteration on the future ``X``; returns the new positions (and statistics) as futures.
 
         With ``timings`` (benchmarks only) the client also waits after the
         plan and records ``timings["reference"]`` and ``timings["shift"]``
-        (seconds; the shift figure includes the O(n d) finish).
+        (seconds; the shift figure includes the O(n d) finish).  ``watch`` (a
+        progress display) receives the futures of the iteration's tasks once all
+        are submitted, before the client waits for the result.
         """
         tic = time.perf_counter()
         c, dev, dtype = self.client, self.tasks, self.dtype
@@ -133,6 +136,8 @@ class TiledEngine:
             tic = time.perf_counter()
         shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
         fin = c.submit(dev.finish, X, tree_reduce(c, dev.concat, shifted))
+        if watch is not None:
+            watch([*maxima, *(partial if estimator == "epsilon" else kth), shift_plan, *shifted, fin])
         (total, lo, hi), m_value = c.gather([c.submit(_rest, fin), m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic

@@ -20,6 +20,15 @@ import numpy as np  # noqa: E402
 from ..normalise import minmax_normalise  # noqa: E402
 from ..oracle import cdf_ts_dense, pairwise_distances  # noqa: E402
 
+#: the stopping threshold drawn in the convergence plot (cdf_ts's default delta)
+STOP_DELTA = 0.015
+
+
+def _class_legend(ax, dots) -> None:
+    """A legend of the class colours of a scatter coloured by integer labels."""
+    handles, labels = dots.legend_elements()
+    ax.legend(handles, labels, title="class", fontsize=7, title_fontsize=7, loc="best", markerscale=0.8)
+
 
 def density_std(X: np.ndarray, eps: float = 0.1) -> float:
     """``sigma(pdf_eps(x))`` over the rows of (already normalised) X."""
@@ -55,11 +64,13 @@ def scatter_iterations(
         P = states[i]
         s = density_std(P, eps)
         stds.append(s)
-        ax.scatter(P[:, 0], P[:, 1], c=y if y is not None else "k", s=3, cmap="tab10")
+        dots = ax.scatter(P[:, 0], P[:, 1], c=y if y is not None else "k", s=3, cmap="tab10")
         ax.set_title(f"{name}\nStd(x) = {s:.2f}", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_aspect("equal")
+    if y is not None:
+        _class_legend(axes[-1], dots)
     fig.suptitle(f"{title} CDF-TS, lambda = {lam}".strip(), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -75,13 +86,15 @@ def convergence(
     stds = [density_std(minmax_normalise(X)[0], eps)] + [density_std(s.X, eps) for s in res.steps]
     fig, ax1 = plt.subplots(figsize=(5, 3.2))
     it = np.arange(1, len(res.deltas) + 1)
-    ax1.plot(it, res.deltas, "o-", color="tab:blue", label="Delta")
-    ax1.axhline(0.015, color="tab:blue", ls=":", lw=1)
+    ax1.plot(it, res.deltas, "o-", color="tab:blue", label="Delta (mean |movement|)")
+    ax1.axhline(STOP_DELTA, color="tab:blue", ls=":", lw=1, label=f"delta = {STOP_DELTA} (default stop)")
     ax1.set_xlabel("iteration")
     ax1.set_ylabel("Delta (mean |movement|)", color="tab:blue")
     ax2 = ax1.twinx()
-    ax2.plot(np.arange(len(stds)), stds, "s--", color="tab:red")
+    ax2.plot(np.arange(len(stds)), stds, "s--", color="tab:red", label="Std of eps-density")
     ax2.set_ylabel(f"Std of eps-density (eps={eps})", color="tab:red")
+    lines = ax1.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax1.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="upper right")
     ax1.set_title(f"{title} lambda = {lam}".strip(), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -103,12 +116,16 @@ def mds_views(
     views = [("distance", minmax_normalise(X)[0]), ("CDF-TS", cdf_ts_dense(X, lam=lam, delta=0.015).X)]
     fig, axes = plt.subplots(1, 2, figsize=(7, 3.5))
     for ax, (name, P) in zip(axes, views, strict=False):
-        mds = MDS(n_components=2, dissimilarity="precomputed", random_state=seed, n_init=1, max_iter=200)
+        mds = MDS(  # every argument whose default is changing is explicit (no FutureWarning)
+            n_components=2, metric="precomputed", metric_mds=True, init="classical_mds", n_init=1,
+            random_state=seed, max_iter=200,
+        )  # fmt: skip
         E = mds.fit_transform(pairwise_distances(P))
-        ax.scatter(E[:, 0], E[:, 1], c=y, s=4, cmap="tab10")
+        dots = ax.scatter(E[:, 0], E[:, 1], c=y, s=4, cmap="tab10")
         ax.set_title(f"MDS: {name}", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
+    _class_legend(axes[-1], dots)
     fig.suptitle(f"{title} (lambda = {lam})".strip(), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)

@@ -126,6 +126,11 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
         + " | ".join(str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols)
         + " |"
     )
+    if any(paper_p[c] for c in cols):
+        metric = "best F-measure" if task == "clustering" else "best ROC AUC"
+        if key != "score":
+            metric = f"{key.replace('_', ' ')}"
+        lines += ["", f"Values in parentheses are the paper's; the others are this run's {metric}."]
     if any(not r.get("exact_version", True) for r in table.values()):
         lines += ["", "† the exact version of the paper's dataset is unknown (see the datasets' SOURCES.md)."]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,96 @@
+"""The ``distributed.Client`` a run uses: the one given, one for a scheduler address, the
+session's default client, or an embedded cluster started for the run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+import weakref
+
+from .log import logger
+
+#: clients :func:`dask_client` opened itself (closed when its block ends)
+_TEMPORARY: weakref.WeakSet = weakref.WeakSet()
+
+
+def outlives_the_run(client) -> bool:
+    """Whether ``client`` is the caller's (given, or the session's default) and stays open after the
+    run, so that results may stay on its workers."""
+    return client not in _TEMPORARY
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def session_client():
+    """The default client of this session (``distributed.default_client()`` semantics), or None."""
+    from distributed import default_client
+
+    try:
+        client = default_client()
+    except ValueError:  # no client open
+        return None
+    return client if client.status == "running" else None
+
+
+@contextlib.contextmanager
+def dask_client(client=None, n_workers: int | None = None, gpu: bool = False):
+    """Yield a client, closing whatever this function started.
+
+    * a ``distributed.Client``: used as is;
+    * a string: the address of a running scheduler (``tcp://host:8786``);
+    * ``None``: the session's default client when one is open (a Dask user's
+      ``Client(...)``, as every Dask collection would use it; ``n_workers`` is
+      then ignored, with a warning), otherwise an embedded cluster started for
+      this run: ``LocalCluster`` with ``n_workers`` single-threaded worker
+      processes, or ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when ``gpu``.
+    """
+    from distributed import Client
+
+    if isinstance(client, Client):
+        yield client
+        return
+    if isinstance(client, str):
+        try:
+            c = Client(client, timeout="10s")
+        except OSError as exc:
+            raise ValueError(f"client: cannot reach the Dask scheduler at {client!r}: {exc}") from None
+        with c:
+            _TEMPORARY.add(c)
+            logger.info("connected to the Dask scheduler at %s", client)
+            yield c
+        return
+    if client is not None:
+        raise TypeError(f"client must be a distributed.Client, a scheduler address or None, got {client!r}")
+    ambient = session_client()
+    if ambient is not None:
+        if n_workers is not None:
+            warnings.warn(
+                f"n_workers={n_workers} is ignored: the session's default Dask client is used "
+                f"({ambient.scheduler.address}); pass client= to choose another cluster",
+                UserWarning,
+                stacklevel=5,  # the caller of cdf_ts
+            )
+        logger.info("using the session's default Dask client (scheduler %s)", ambient.scheduler.address)
+        yield ambient
+        return
+    if gpu:
+        from dask_cuda import LocalCUDACluster
+
+        cluster = LocalCUDACluster(n_workers=n_workers)
+    else:
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(
+            n_workers=n_workers or default_workers(),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=40,
+        )
+    with cluster, Client(cluster) as c:
+        _TEMPORARY.add(c)
+        logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
+        yield c

@@ -1,0 +1,48 @@
+"""Messages through :mod:`logging`: the ``cdfts_dask`` logger, silent unless asked.
+
+The library logs at INFO (the start line, "compiling kernels", one line per
+iteration, the end) and WARNING (something the caller should know, such as
+an ignored argument).  Like every library it attaches only a
+``NullHandler``: an application routes or silences the messages with the
+usual ``logging.getLogger("cdfts_dask")`` configuration.  ``verbose=True``
+(API) or the command line, unless ``--quiet``, attach a stderr handler for
+the duration of one call through :func:`verbosity`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+
+logger = logging.getLogger("cdfts_dask")
+logger.addHandler(logging.NullHandler())
+
+
+@contextlib.contextmanager
+def verbosity(verbose: bool):
+    """While the block runs, INFO messages of the ``cdfts_dask`` logger go to stderr when ``verbose``."""
+    if not verbose:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("cdfts: %(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+def describe_client(client) -> str:
+    """``"2 workers, dashboard http://..."`` for a start line (the dashboard only when there is one)."""
+    workers = len(client.scheduler_info().get("workers", {}))
+    text = f"{workers} worker{'s' if workers != 1 else ''}"
+    try:
+        link = client.dashboard_link
+    except Exception:  # no dashboard (distributed without bokeh, or disabled)
+        link = None
+    return f"{text}, dashboard {link}" if link else text

@@ -1,0 +1,69 @@
+"""Which Dask client a run uses: the session's default client when one is open, else an embedded
+cluster; counted in worker processes, and numba's compiled kernels are loaded from disk there."""
+
+from __future__ import annotations
+
+import numpy as np
+import psutil
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+from cdfts_dask import cdf_ts
+from cdfts_dask.dask_client import session_client
+
+
+def _processes() -> int:
+    return len(psutil.Process().children(recursive=True))
+
+
+def _kernel_cache_stats() -> tuple[int, int]:
+    """(loaded from numba's disk cache, compiled) over the CPU kernels, in this worker process."""
+    from numba.core.dispatcher import Dispatcher
+
+    from cdfts_dask.engine import cpu_kernels
+
+    kernels = [k for k in vars(cpu_kernels).values() if isinstance(k, Dispatcher)]
+    return (
+        sum(sum(k.stats.cache_hits.values()) for k in kernels),
+        sum(sum(k.stats.cache_misses.values()) for k in kernels),
+    )
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(5).random((300, 3))
+
+
+def test_the_sessions_default_client_is_used(X, client):
+    ref = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=client)  # fills numba's cache
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                     silence_logs=40) as cluster,
+        Client(cluster) as ambient,
+    ):  # fmt: skip
+        assert session_client() is ambient
+        before = _processes()
+        during = []
+        with get_task_stream(client=ambient) as stream:
+            out = cdf_ts(
+                X, lam=0.2, delta=1e-12, max_iter=2, method="tiled",
+                progress=lambda report: during.append(_processes()),
+            )  # fmt: skip
+        assert during == [before, before]  # no embedded cluster's worker processes appeared
+        assert len(stream.data) > 0  # the ambient scheduler ran the iterations
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+        hits, misses = ambient.run(_kernel_cache_stats).popitem()[1]
+        assert misses == 0 and hits > 0  # a fresh worker process loaded the compiled kernels from disk
+        with pytest.warns(UserWarning, match="n_workers=3 is ignored: the session's default Dask client"):
+            cdf_ts(X, lam=0.2, max_iter=1, method="tiled", n_workers=3)
+    assert session_client() is None
+
+
+def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
+    assert session_client() is None  # the test fixtures' clients are not the default
+    before = _processes()
+    during: list[int] = []
+    count = lambda report: during.append(_processes())  # noqa: E731
+    cdf_ts(X, lam=0.2, max_iter=1, method="tiled", n_workers=2, progress=count)
+    assert during[0] >= before + 2  # two worker processes of its own
+    assert session_client() is None  # and it is not left behind as the default client

@@ -1,0 +1,64 @@
+"""Messages go through the ``cdfts_dask`` logger: silent by default, on stderr with ``verbose``,
+routable by the application; ``progress=True`` draws a bar of each iteration's tasks."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from cdfts_dask import CDFTS, cdf_ts
+from cdfts_dask.log import logger
+from cdfts_dask.oracle import cdf_ts_dense
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(6).random((200, 3))
+
+
+def _messages(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "cdfts_dask"]
+
+
+def test_silent_unless_asked(X, capsys):
+    cdf_ts(X, max_iter=2)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_messages_reach_the_applications_logging(X, caplog, capsys):
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2)
+    msgs = _messages(caplog)
+    deltas = cdf_ts_dense(X, lam=0.2, delta=1e-12, max_iter=2).deltas
+    start = "CDF-TS of n = 200 points, d = 3 (lambda = 0.2, epsilon estimator)"
+    assert msgs[0] == f"{start}: dense NumPy oracle in this process"
+    expected = [f"iteration {t}: Delta {d:.6f}" for t, d in enumerate(deltas, 1)]
+    assert [m.split(",")[0] for m in msgs[1:3]] == expected
+    assert msgs[3].startswith(f"stopped at max_iter = 2 after 2 iteration(s) (Delta {deltas[1]:.6f}) in ")
+    assert len(msgs) == 4
+    assert capsys.readouterr().err == ""  # routed by the application, not printed by the library
+
+
+def test_verbose_prints_on_stderr_and_cleans_up(X, capsys):
+    handlers = list(logger.handlers)
+    CDFTS(lam=0.2, max_iter=1, verbose=True).fit(X)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("cdfts: CDF-TS of n = 200 points, d = 3")
+    assert err[1].startswith("cdfts: iteration 1: Delta ") and err[1].endswith("pairs/s")
+    assert logger.handlers == handlers  # the stderr handler was only there for the call
+    with pytest.raises(TypeError, match="verbose must be True or False, got 'yes'"):
+        cdf_ts(X, verbose="yes")
+
+
+def test_tiled_start_line_and_progress_bar(X, client, caplog, capsys):
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        cdf_ts(X, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, progress=True)
+    start = _messages(caplog)[0]
+    assert start.startswith("CDF-TS of n = 200 points, d = 3 (lambda = 0.2, epsilon estimator): tiled engine")
+    assert ", 2 workers" in start
+    err = capsys.readouterr().err
+    assert "iteration 1: " in err and "iteration 2: " in err and "task" in err  # a tqdm bar per iteration
+    with pytest.raises(TypeError, match="progress must be True, False, None or a callable, got 'bar'"):
+        cdf_ts(X, progress="bar")
