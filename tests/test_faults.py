@@ -108,7 +108,7 @@ def test_sigkilled_client_resumes_to_the_uninterrupted_result(tmp_path, syn_X, e
     ]
     proc = spawn_cli(*args)
     try:
-        wait_for_line(proc, "iteration   2")
+        wait_for_line(proc, "cdfts: iteration 2: ")
     finally:
         kill_group(proc)  # SIGKILL the client and its local workers
     assert proc.returncode == -signal.SIGKILL
@@ -118,7 +118,7 @@ def test_sigkilled_client_resumes_to_the_uninterrupted_result(tmp_path, syn_X, e
     assert not out.exists()
     res = run_cli(*args, "--resume")
     assert res.returncode == 0, res.stderr
-    assert f"iteration   {done + 1}" in res.stderr and f"iteration   {done}  " not in res.stderr
+    assert f"iteration {done + 1}: " in res.stderr and f"iteration {done}: " not in res.stderr
     expected = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=6, method="dense")
     np.testing.assert_allclose(np.load(out), expected, rtol=0, atol=1e-9)
     assert not store.lock_path(ckpt).exists()
@@ -241,7 +241,7 @@ def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
         with pytest.raises(store.StoreLocked, match=r"run\.zarr.*in use by another run"):
             cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
         res = run_cli("transform", SYN, tmp_path / "o.npy", "--label", "label", "--checkpoint", ckpt)
-        lines = res.stderr.strip().splitlines()
+        lines = [line for line in res.stderr.strip().splitlines() if not line.startswith("cdfts: ")]  # errors
         assert res.returncode == 2 and len(lines) == 1 and str(ckpt) in lines[0] and "in use" in lines[0]
         assert not (tmp_path / "o.npy").exists()
     assert not store.lock_path(ckpt).exists()
@@ -267,14 +267,14 @@ def test_two_concurrent_cli_runs_on_one_store(tmp_path):
         ckpt,
     )
     try:
-        wait_for_line(first, "iteration   1")
+        wait_for_line(first, "cdfts: iteration 1: ")
         second = run_cli(
             "transform", SYN, tmp_path / "b.npy", "--label", "label", "--checkpoint", ckpt, "--resume"
         )
         assert first.poll() is None
     finally:
         kill_group(first)
-    lines = second.stderr.strip().splitlines()
+    lines = [line for line in second.stderr.strip().splitlines() if not line.startswith("cdfts: ")]  # errors
     assert second.returncode == 2 and len(lines) == 1 and "in use by another run" in lines[0], second.stderr
     assert f"pid {first.pid}" in lines[0]
     assert not (tmp_path / "b.npy").exists()
