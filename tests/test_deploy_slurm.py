@@ -269,7 +269,7 @@ def test_hpc_slurm_survives_a_cancelled_worker_job(slurm, points, tmp_path):
     log = "".join(lines)
     assert proc.returncode == 0, f"{log}\n{slurm.logs()}"
     assert cancelled_at is not None, log
-    assert any(ln.startswith("cdfts: iteration ") for ln in lines[cancelled_at:]), log  # the run went on after
+    assert any(ln.startswith("cdfts: iteration ") for ln in lines[cancelled_at:]), log  # the run went on
     assert exposed == [], exposed  # scheduler, workers, slurm: nothing listens beyond 127.0.0.1
     assert any("CANCELLED" in text for text in worker_logs(tmp_path))
     written = np.load(out)  # a real .npy file, not a Zarr directory
