@@ -79,8 +79,10 @@ def cdf_ts(
         or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
     dtype : ``"float64"`` (default, equals the oracle to 1e-9) or ``"float32"`` (tiled engine;
-        neighbourhoods exact on the float32-rounded points, positions to ~1e-5; see docs/BENCHMARKS.md)
-    backend : the device of the tiled engine: ``"cpu"`` (numba kernels)
+        neighbourhoods exact on the float32-rounded points, positions to ~1e-5 unless distinct
+        points lie closer than float32 resolution; see docs/BENCHMARKS.md)
+    backend : the device of the tiled engine: ``"cpu"`` (numba kernels) or ``"cuda"`` (numba-cuda
+        kernels on CuPy arrays, one ``dask_cuda`` worker per GPU; the ``gpu`` extra)
     verbose : print the messages of the ``cdfts_dask`` logger (start line, one line per
         iteration, the end) on stderr; without it they go only where the application's
         ``logging`` configuration sends them

@@ -103,16 +103,26 @@ def shift_ratios(s: np.ndarray, s_scaled: np.ndarray) -> np.ndarray:
 
 
 def cdf_ts_step(X: np.ndarray, lam: float, estimator: str = "epsilon", k: int | None = None) -> Step:
-    """Transform-and-shift normalised points X once (Algorithm 2, steps 5-11)."""
+    """Transform-and-shift normalised points X once (Algorithm 2, steps 5-11).
+
+    Equal points are shifted once and the result copied, so duplicates stay
+    bit-identical duplicates (the engine's targets all sum their references in
+    one order and get the same guarantee).  ``rho^T X`` through BLAS would sum
+    a target in an order that depends on its column, and split duplicates by
+    an ulp: under the k-NN estimator their radius would then turn from 0 into
+    ~1e-17, and rho into ~1e16 (a discontinuity of the algorithm itself).
+    """
     s, nb = neighbourhood(X, lam, estimator, k)
     if nb.m == 0:  # all points coincide: nothing to rescale
         shifted = X.copy()
     else:
-        rho = shift_ratios(s, scaled_distances(s, nb))
+        _, first, copies = np.unique(X, axis=0, return_index=True, return_inverse=True)
+        rho = shift_ratios(s, scaled_distances(s, nb))[:, first]  # distinct targets only
         n = X.shape[0]
         A = rho.sum(axis=0) / n
         B = rho.T @ X / n
-        shifted = X.mean(axis=0) + X * A[:, None] - B
+        targets = X[first]
+        shifted = (X.mean(axis=0) + targets * A[:, None] - B)[copies.reshape(-1)]
     X_new, lo, hi = minmax_normalise(shifted)
     delta = float(np.abs(X_new - X).mean())
     if estimator == "epsilon":

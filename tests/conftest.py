@@ -14,6 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 
+#: without a GPU, the CUDA device's kernels run under numba's CUDA simulator (set before numba.cuda is
+#: imported, here and in every worker process and CLI subprocess started by the tests)
+HAS_GPU = Path("/dev/nvidiactl").exists()
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0" if HAS_GPU else "1")
+
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 

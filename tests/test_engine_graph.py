@@ -85,6 +85,16 @@ def test_duplicates_constant_columns_and_identical_points(client):
     assert np.abs(out - ref.X).max() <= 1e-9
 
 
+@pytest.mark.parametrize("k", [1, 2])
+def test_duplicates_stay_duplicates_under_knn(client, k):
+    """Duplicates keep k-NN radius 0 in every iteration, in the engine and the oracle alike (the 9-point
+    example of issue 9 split its duplicates by an ulp in the oracle's BLAS product, then moved 0.047)."""
+    X = np.array([3.0, 2, 2, 1, 1, 0, 0, 0, 0])[:, None]
+    assert_tiled_equals_oracle(X, client, 4, "knn", k, lam=0.05, max_iter=4)
+    out = cdf_ts(X, lam=0.05, delta=1e-12, max_iter=4, estimator="knn", k=k, client=client, tile_size=4)
+    assert np.all(out[5:] == out[5]) and np.all(out[1:3] == out[1]) and np.all(out[3:5] == out[3])
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 4)])
 def test_engine_step_statistics(client, dtype, estimator, k):

@@ -146,3 +146,11 @@ def test_rescale_by_hand():
     R = rescale(np.array([[0.0], [0.1], [1.0]]), lam=0.25, psi=2)
     # counts: g=0 -> 2, g=0.5 -> 0, g=1 -> 1; cdf 2, 2, 3; values map to 2, 2, 3
     assert np.allclose(R[:, 0], [0.0, 0.0, 1.0])
+
+
+def test_duplicates_stay_bit_identical():
+    """Equal points are shifted once: the BLAS product alone splits the last duplicate by an ulp here."""
+    X = np.array([3.0, 2, 2, 1, 1, 0, 0, 0, 0])[:, None]
+    res = cdf_ts_dense(X, lam=0.05, delta=1e-12, max_iter=4, estimator="knn", k=1, keep_steps=True)
+    for step in res.steps:
+        assert np.all(step.X[5:] == step.X[5]) and np.all(step.radius[5:] == 0)

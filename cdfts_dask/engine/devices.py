@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 #: device name -> module of task bodies (as opt_einsum loads its backends: by name, when first asked for)
-DEVICES = {"cpu": "cdfts_dask.engine.cpu"}
+DEVICES = {"cpu": "cdfts_dask.engine.cpu", "cuda": "cdfts_dask.engine.cuda"}
 
 
 def device_module(device: str) -> ModuleType:

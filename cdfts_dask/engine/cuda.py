@@ -1,0 +1,134 @@
+"""CUDA task bodies: points resident on the GPU as CuPy arrays, numba-cuda kernels
+(:mod:`cdfts_dask.engine.cuda_kernels`); the same interface as :mod:`cdfts_dask.engine.cpu`.
+
+One ``dask_cuda`` worker per GPU holds the points on its device across
+passes and iterations; what crosses to the host is scalars, d-vectors, the
+O(n) count or radius vectors, and the positions only when a checkpoint or
+the result asks for them (``to_host``).  The k-th neighbour radius works in
+sub-panels of full rows of ``sq`` (at most :data:`KNN_PANEL_BYTES`), selected
+with the array module's ``partition``.
+
+Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU needed) the
+array module is NumPy and the same kernels run on NumPy arrays: that is how
+the CI tests this module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..normalise import column_span
+from .cuda_kernels import SIMULATOR, kernels
+from .plan import ShiftPlan, chunks, guard_band, triangle_panels
+
+if SIMULATOR:
+    xp = np
+else:  # pragma: no cover - needs a GPU
+    import cupy as xp
+
+#: threads per block, also the number of points per shared-memory tile
+THREADS = 128
+#: the k-NN pass holds at most this many bytes of ``sq`` per sub-panel
+KNN_PANEL_BYTES = 256 * 2**20
+
+
+def _blocks(rows: int) -> int:
+    return max(1, math.ceil(rows / THREADS))
+
+
+def prepare(X, dtype: str):
+    """The points on the device in the working dtype (C-contiguous; X itself when it already is)."""
+    return xp.ascontiguousarray(xp.asarray(X, dtype=dtype))
+
+
+def to_host(X) -> np.ndarray:
+    return X.get() if hasattr(X, "get") else np.asarray(X)
+
+
+def panel_rows(n: int, workers: int) -> int:
+    """One panel per GPU: a kernel launch over all its rows keeps every multiprocessor busy."""
+    return max(1, math.ceil(n / workers))
+
+
+def diameter_part(X, part: int, parts: int) -> float:
+    """Largest float64 ``sq`` over the pairs (i, j > i), i in the part-th of ``parts`` triangle panels."""
+    n, d = X.shape
+    spans = triangle_panels(n, parts)
+    if part >= len(spans) or n < 2:
+        return 0.0
+    a, b = spans[part]
+    out = xp.zeros(b - a)
+    max_sq = kernels(d, str(X.dtype), THREADS)[0]
+    max_sq[_blocks(b - a), THREADS](X, a, b, out)
+    return float(out.max())
+
+
+def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
+    """Contribution of the pairs (z, y >= z), z in [a, b), to every point's epsilon count (int64, n, host)."""
+    n, d = X.shape
+    Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
+    counts = xp.zeros(n, dtype=np.int64)
+    count_upper = kernels(d, str(X.dtype), THREADS)[1]
+    count_upper[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
+    return to_host(counts)
+
+
+def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
+    """Distance from each row in [a, b) to its k-th nearest other point (float64, host).
+
+    Sub-panels of ``budget_bytes // (8 n)`` full rows of exact float64 ``sq``
+    (at least one row); the (k+1)-th smallest of a row (its own 0 included) is
+    the oracle's k-th neighbour, as sqrt is monotone.
+    """
+    n, d = X.shape
+    sq_rows = kernels(d, str(X.dtype), THREADS)[2]
+    out = np.empty(b - a)
+    for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
+        sq = xp.empty((hi - lo, n))
+        sq_rows[_blocks(n), THREADS](X, lo, hi, sq)
+        out[lo - a : hi - a] = to_host(xp.partition(sq, k, axis=1)[:, k])
+    return np.sqrt(out)
+
+
+def column_mean(X) -> np.ndarray:
+    return to_host(X.astype(np.float64).mean(axis=0))
+
+
+def shift_sums(P, Y, plan: ShiftPlan):
+    """``A(y) = mean_z rho(z, y)`` and ``B(y) = mean_z rho(z, y) z`` over the references z in P
+    (device arrays in the working dtype; targets Y need not be references); as in
+    :func:`cdfts_dask.engine.cpu.shift_sums`.  float64 results on the device."""
+    n_ref, d = P.shape
+    A = xp.zeros(Y.shape[0])
+    B = xp.zeros((Y.shape[0], d))
+    kern = kernels(d, str(P.dtype), THREADS)[3]
+    coef = [xp.asarray(v) for v in (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm)]
+    kern[_blocks(Y.shape[0]), THREADS](P, xp.ascontiguousarray(Y), *coef, A, B)
+    return A / n_ref, B / n_ref
+
+
+def shift_part(X, a: int, b: int, plan: ShiftPlan | None):
+    """Shifted (not yet normalised) float64 positions ``mean(X) + y A(y) - B(y)`` of rows [a, b)."""
+    Y = X[a:b].astype(np.float64)
+    if plan is None:  # all points coincide: nothing moves
+        return Y
+    A, B = shift_sums(X, X[a:b], plan)
+    return xp.asarray(plan.mean) + Y * A[:, None] - B
+
+
+def concat(*parts):
+    """Consecutive row blocks (or vector pieces) joined in order, on the device (host pieces stay host)."""
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    return xp.concatenate(parts)
+
+
+def finish(X, Y):
+    """Min-max normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)``; X_new stays on the
+    device in X's dtype, the rest goes to the host."""
+    lo, hi = Y.min(axis=0), Y.max(axis=0)
+    Z = ((Y - lo) / column_span(lo, hi)).astype(X.dtype, copy=False)
+    total = float(xp.abs(Z.astype(np.float64) - X.astype(np.float64)).sum())
+    return Z, total, to_host(lo), to_host(hi)

@@ -1,0 +1,212 @@
+"""numba-cuda kernels of the CUDA device (run by :mod:`cdfts_dask.engine.cuda`).
+
+Each thread owns one row (a point z of the reference pass, or a target y of
+the shift pass) and sweeps the other points in tiles of ``threads`` points
+that the block stages in shared memory; per-row results stay in registers.
+
+Exactness.  NVVM contracts ``acc + x * y`` into one FMA unless told not to,
+which would change ``sq`` in its last bits; every float64 ``sq`` that decides
+membership or the diameter is therefore summed column by column with
+``dmul_rn`` (a product that is never contracted), in the oracle's order, and
+compared with the exact thresholds of :mod:`cdfts_dask.engine.plan`.  float32
+``sq`` may contract (its guard band covers that); pairs inside the band are
+re-evaluated in float64 from the exactly upcast coordinates.  rho and the
+A / B accumulations may contract (they round at the 1e-16 level, not a
+membership decision).
+
+The same kernels run under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)
+on NumPy arrays, where ``dmul_rn`` is plain IEEE multiplication, the same
+value.  Kernels are built per (d, dtype, threads): shared and local arrays
+need their sizes at compile time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import numpy as np
+from numba import cuda
+
+#: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+if SIMULATOR:
+
+    @cuda.jit(device=True)
+    def mul_rn(x, y):
+        return x * y
+
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def mul_rn(x, y):
+        """float64 ``x * y`` rounded to nearest, never fused with an add."""
+        return libdevice.dmul_rn(x, y)
+
+
+@functools.cache
+def kernels(d: int, dtype: str, threads: int):
+    """The kernels for points of dimension d in ``dtype``, blocks of ``threads`` threads (= tile size)."""
+    work = np.dtype(dtype)
+    exact_work = work == np.float64
+    from numba import float32, float64, int64
+
+    wt = float64 if exact_work else float32
+
+    @cuda.jit(device=True, inline=True)
+    def sq_exact(P, z, Y, y):
+        """float64 ``||P[z] - Y[y]||^2``, column by column, no FMA: the oracle's value."""
+        acc = 0.0
+        for j in range(d):
+            diff = np.float64(P[z, j]) - np.float64(Y[y, j])
+            acc += mul_rn(diff, diff)
+        return acc
+
+    @cuda.jit(device=True, inline=True)
+    def sq_tile(tile, t, Y, y):
+        """``sq`` in the working dtype between tile point t (shared memory) and Y[y]."""
+        if exact_work:
+            acc = 0.0
+            for j in range(d):
+                diff = tile[t, j] - Y[y, j]
+                acc += mul_rn(diff, diff)
+            return acc
+        acc = wt(0.0)
+        for j in range(d):
+            diff = tile[t, j] - Y[y, j]
+            acc += diff * diff
+        return acc
+
+    @cuda.jit
+    def max_sq(X, a, b, out):
+        """``out[i - a]`` = largest float64 ``sq(X[i], X[j])`` over j > i, for rows a <= i < b."""
+        n = X.shape[0]
+        tid = cuda.threadIdx.x
+        first = a + cuda.blockIdx.x * threads
+        i = first + tid
+        tile = cuda.shared.array((threads, d), float64)
+        best = 0.0
+        for j0 in range(first, n, threads):
+            if j0 + tid < n:
+                for j in range(d):
+                    tile[tid, j] = X[j0 + tid, j]
+            cuda.syncthreads()
+            if i < b:
+                for t in range(min(threads, n - j0)):
+                    if j0 + t > i:
+                        acc = 0.0
+                        for j in range(d):
+                            diff = tile[t, j] - np.float64(X[i, j])
+                            acc += mul_rn(diff, diff)
+                        best = max(best, acc)
+            cuda.syncthreads()
+        if i < b:
+            out[i - a] = best
+
+    @cuda.jit
+    def count_upper(X, a, b, T, Tlo, Thi, counts):
+        """Epsilon counts from the pairs (i, j > i), a <= i < b, added to both points; i itself too.
+
+        A row's own count stays in a register; a tile's counts gather in
+        shared memory and go to ``counts`` with one atomic add per tile point.
+        """
+        n = X.shape[0]
+        tid = cuda.threadIdx.x
+        first = a + cuda.blockIdx.x * threads
+        i = first + tid
+        tile = cuda.shared.array((threads, d), wt)
+        hits = cuda.shared.array(threads, int64)
+        own = 0
+        for j0 in range(first, n, threads):
+            hits[tid] = 0
+            if j0 + tid < n:
+                for j in range(d):
+                    tile[tid, j] = X[j0 + tid, j]
+            cuda.syncthreads()
+            if i < b:
+                for t in range(min(threads, n - j0)):
+                    if j0 + t > i:
+                        v = sq_tile(tile, t, X, i)
+                        inside = v <= Tlo
+                        if not inside and v <= Thi:
+                            inside = sq_exact(X, j0 + t, X, i) <= T
+                        if inside:
+                            own += 1
+                            cuda.atomic.add(hits, t, 1)
+            cuda.syncthreads()
+            if j0 + tid < n and hits[tid] > 0:
+                cuda.atomic.add(counts, j0 + tid, hits[tid])
+            cuda.syncthreads()
+        if i < b:
+            cuda.atomic.add(counts, i, own + 1)
+
+    @cuda.jit
+    def sq_rows(X, lo, hi, out):
+        """``out[r, j]`` = float64 ``sq(X[lo + r], X[j])`` for lo <= lo + r < hi (one thread per column j)."""
+        j = cuda.grid(1)
+        if j < X.shape[0]:
+            for r in range(hi - lo):
+                out[r, j] = sq_exact(X, lo + r, X, j)
+
+    @cuda.jit
+    def shift_sums(P, Y, T, Tlo, Thi, rin, ca, cbm, A, B):
+        """``A[y] = sum_z rho(z, y)``, ``B[y, :] = sum_z rho(z, y) P[z]`` over all references z in P.
+
+        One thread per target y, references in tiles staged in shared memory
+        with their plan constants, visited in the order 0..n_ref-1 by every
+        target (equal targets get bit-identical sums).  rho: 1 where sq = 0;
+        ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.
+        """
+        n_ref = P.shape[0]
+        tid = cuda.threadIdx.x
+        y = cuda.blockIdx.x * threads + tid
+        live = y < Y.shape[0]
+        tile = cuda.shared.array((threads, d), wt)
+        t_T = cuda.shared.array(threads, float64)
+        t_lo = cuda.shared.array(threads, wt)
+        t_hi = cuda.shared.array(threads, wt)
+        t_rin = cuda.shared.array(threads, wt)
+        t_a = cuda.shared.array(threads, wt)
+        t_bm = cuda.shared.array(threads, wt)
+        acc = cuda.local.array(d, float64)
+        for j in range(d):
+            acc[j] = 0.0
+        total = 0.0
+        one = wt(1.0)
+        for z0 in range(0, n_ref, threads):
+            z = z0 + tid
+            if z < n_ref:
+                for j in range(d):
+                    tile[tid, j] = P[z, j]
+                t_T[tid] = T[z]
+                t_lo[tid] = Tlo[z]
+                t_hi[tid] = Thi[z]
+                t_rin[tid] = rin[z]
+                t_a[tid] = ca[z]
+                t_bm[tid] = cbm[z]
+            cuda.syncthreads()
+            if live:
+                for t in range(min(threads, n_ref - z0)):
+                    v = sq_tile(tile, t, Y, y)
+                    if v == 0:
+                        rho = one
+                    elif v <= t_lo[t]:
+                        rho = t_rin[t]
+                    elif v > t_hi[t] or sq_exact(P, z0 + t, Y, y) > t_T[t]:
+                        rho = t_a[t] + t_bm[t] / math.sqrt(v)
+                    else:
+                        rho = t_rin[t]
+                    r = np.float64(rho)
+                    total += r
+                    for j in range(d):
+                        acc[j] += r * np.float64(tile[t, j])
+            cuda.syncthreads()
+        if live:
+            A[y] = total
+            for j in range(d):
+                B[y, j] = acc[j]
+
+    return max_sq, count_upper, sq_rows, shift_sums

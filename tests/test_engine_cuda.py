@@ -1,0 +1,135 @@
+"""The CUDA device's numba-cuda kernels and task bodies equal the oracle (1e-9 float64, exact membership).
+
+Without a GPU (CI) the kernels run under numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``, set by conftest.py) on NumPy arrays, on small n:
+the simulator runs every thread in Python.  Tests marked ``gpu`` need a real
+device with CuPy (and dask-cuda for the end-to-end ones) and skip elsewhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from points import awkward, blobs, bodies_step, normalised, rounded32
+
+from cdfts_dask import cdf_ts, oracle
+from cdfts_dask.engine import cpu, cuda_kernels, plan
+
+simulator = pytest.mark.skipif(
+    not cuda_kernels.SIMULATOR,
+    reason="simulator tests: run with NUMBA_ENABLE_CUDASIM=1 (conftest.py sets it where no GPU exists)",
+)
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    """The CUDA task bodies with 16 threads per block (tiles of 16 points: small n still spans tiles)."""
+    from cdfts_dask.engine import cuda
+
+    monkeypatch.setattr(cuda, "THREADS", 16)
+    return cuda
+
+
+def _lattice() -> np.ndarray:
+    """A 5^3 grid plus duplicated grid points: many pairs exactly at the boundary distances."""
+    g = np.arange(5) / 4
+    X = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)
+    return np.vstack([X, X[::9]])
+
+
+@simulator
+@pytest.mark.parametrize("n", [2, 16, 37, 64])  # tiles of 16: 64 divides, 37 does not, 2 is one part tile
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", 5)])
+def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
+    X = normalised(awkward(n, 3, seed=n))  # lattice coordinates, duplicates, a constant column
+    k = None if k is None else min(k, n - 1)
+    ref = oracle.cdf_ts_step(X, 0.2, estimator, k)
+    m, stats, Xn, delta = bodies_step(cuda, X, 0.2, estimator, k, parts=2, rows=max(1, n // 3))
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-9 and abs(delta - ref.delta) <= 1e-9
+
+
+@simulator
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
+def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
+    """On the lattice lam = 0.25 sqrt(2) / sqrt(3) puts pairs on the boundary: counts and radii equal the
+    float64 oracle's on the (float32-rounded) points bit for bit; positions to 1e-9 / 1e-6."""
+    X = _lattice()
+    lam = 0.25 * np.sqrt(2) / np.sqrt(3)
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype=dtype, parts=3, rows=50)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+@simulator
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
+    """References and targets apart (an out-of-sample shift), the guard band included."""
+    P = normalised(awkward(40, 3, seed=9)).astype(dtype)
+    Y = np.vstack([np.random.default_rng(2).uniform(-0.1, 1.1, size=(21, 3)), P[:4]]).astype(dtype)
+    radius = np.random.default_rng(3).uniform(0.05, 0.5, size=40)
+    shift_plan = plan.shift_plan(1.3, radius, radius * 0.9, P.astype(np.float64).mean(axis=0), dtype)
+    A, B = cuda.shift_sums(cuda.prepare(P, dtype), cuda.prepare(Y, dtype), shift_plan)
+    A_cpu, B_cpu = cpu.shift_sums(P, Y, shift_plan)
+    assert np.abs(cuda.to_host(A) - A_cpu).max() <= 1e-12
+    assert np.abs(cuda.to_host(B) - B_cpu).max() <= 1e-12
+
+
+@simulator
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2)])
+def test_simulated_device_through_the_graph_equals_oracle(client, estimator, k):
+    """``backend="cuda"`` end to end on the session's workers (simulated kernels), two iterations."""
+    X = awkward(40, 3, seed=5)
+    ref = oracle.cdf_ts_dense(X, lam=0.2, delta=1e-12, max_iter=2, estimator=estimator, k=k)
+    out, info = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, estimator=estimator, k=k, client=client,
+                       tile_size=15, backend="cuda", return_info=True)  # fmt: skip
+    assert np.abs(out - ref.X).max() <= 1e-9
+    assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
+
+
+def _cupy():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if cuda_kernels.SIMULATOR:
+        pytest.skip("NUMBA_ENABLE_CUDASIM=1: the CUDA device runs simulated, not on the GPU")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception as exc:  # CUDA driver missing or broken
+        pytest.skip(f"no usable CUDA device: {exc}")
+    return cupy
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 5)])
+def test_gpu_bodies_equal_oracle(dtype, estimator, k):
+    """The task bodies on CuPy arrays on one device, tiles of 128 threads against n = 1000."""
+    cupy = _cupy()
+    from cdfts_dask.engine import cuda
+
+    X = normalised(awkward(1000, 4, seed=1))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.1, estimator, k)
+    assert isinstance(cuda.prepare(X, dtype), cupy.ndarray)
+    m, stats, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=3, rows=300)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 7)])
+def test_gpu_device_end_to_end(dtype, estimator, k, tmp_path):
+    """``backend="cuda"`` on a LocalCUDACluster (all visible GPUs), checkpoint written from the device."""
+    _cupy()
+    pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
+    X = blobs(3000, 4, seed=2)
+    ref = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=3, estimator=estimator, k=k)
+    out = cdf_ts(X, delta=1e-12, max_iter=3, estimator=estimator, k=k, backend="cuda", dtype=dtype,
+                 checkpoint=tmp_path / "run.zarr")  # fmt: skip
+    assert isinstance(out, np.ndarray)
+    assert np.abs(out - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-5)
