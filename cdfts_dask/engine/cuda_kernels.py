@@ -80,6 +80,13 @@ def kernels(d: int, dtype: str, threads: int):
             acc += diff * diff
         return acc
 
+    @cuda.jit(device=True, inline=True)
+    def load_tile(tile, X, j0, tid):
+        """Thread tid copies point j0 + tid (when it exists) into the shared tile."""
+        if j0 + tid < X.shape[0]:
+            for j in range(d):
+                tile[tid, j] = X[j0 + tid, j]
+
     @cuda.jit
     def max_sq(X, a, b, out):
         """``out[i - a]`` = largest float64 ``sq(X[i], X[j])`` over j > i, for rows a <= i < b."""
@@ -90,9 +97,7 @@ def kernels(d: int, dtype: str, threads: int):
         tile = cuda.shared.array((threads, d), float64)
         best = 0.0
         for j0 in range(first, n, threads):
-            if j0 + tid < n:
-                for j in range(d):
-                    tile[tid, j] = X[j0 + tid, j]
+            load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
                 for t in range(min(threads, n - j0)):
@@ -122,9 +127,7 @@ def kernels(d: int, dtype: str, threads: int):
         own = 0
         for j0 in range(first, n, threads):
             hits[tid] = 0
-            if j0 + tid < n:
-                for j in range(d):
-                    tile[tid, j] = X[j0 + tid, j]
+            load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
                 for t in range(min(threads, n - j0)):
@@ -178,9 +181,8 @@ def kernels(d: int, dtype: str, threads: int):
         one = wt(1.0)
         for z0 in range(0, n_ref, threads):
             z = z0 + tid
+            load_tile(tile, P, z0, tid)
             if z < n_ref:
-                for j in range(d):
-                    tile[tid, j] = P[z, j]
                 t_T[tid] = T[z]
                 t_lo[tid] = Tlo[z]
                 t_hi[tid] = Thi[z]
