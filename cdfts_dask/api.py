@@ -11,23 +11,11 @@ import numpy as np
 from . import _validation as v
 from . import oracle, runner
 from .dask_client import dask_client, outlives_the_run
-from .engine import DEVICES
 from .inputs import is_path, load_points
 from .lazy import lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
-
-#: below this many points ``method="auto"`` uses the dense oracle (n^2 doubles = 32 MB)
-DENSE_MAX_N = 2000
-DTYPES = ("float64", "float32")
-BACKENDS = tuple(DEVICES)
-
-
-def _choose_method(method: str, n: int, client, tile_size) -> str:
-    v.check_choice(method, "method", v.METHODS)
-    if method != "auto":
-        return method
-    return "tiled" if (client is not None or tile_size is not None or n > DENSE_MAX_N) else "dense"
+from .params import RunParams
 
 
 def cdf_ts(
@@ -68,7 +56,8 @@ def cdf_ts(
         to the k-th nearest other point)
     k : neighbours for ``estimator="knn"``, 1 <= k <= n - 1
     method : ``"dense"`` (NumPy oracle), ``"tiled"`` (Dask engine) or ``"auto"``
-        (dense for n <= 2000 unless a client or tile size is given)
+        (dense for n <= 2000 unless a client, a worker count or a tile size is given:
+        :meth:`cdfts_dask.params.RunParams.for_points`, shared with ``CDFTS`` and the CLI)
     client : ``distributed.Client``, scheduler address, or None: the session's default client
         when one is open, else an embedded ``LocalCluster`` of ``n_workers`` processes
     tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
@@ -105,11 +94,7 @@ def _cdf_ts(
     X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
     n_workers, progress, return_info, dtype, backend,
 ):  # fmt: skip
-    lam = v.check_lam(lam)
-    delta = v.check_delta(delta)
-    max_iter = v.check_max_iter(max_iter)
-    tile_size = v.check_positive_int(tile_size, "tile_size")
-    n_workers = v.check_positive_int(n_workers, "n_workers")
+    params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
     if not isinstance(resume, bool):
         raise TypeError(f"resume must be True or False, got {resume!r}")
     if resume and checkpoint is None:
@@ -119,20 +104,15 @@ def _cdf_ts(
     lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
     points = load_points(X) if lazy is None else None
     n, d = points.shape if lazy is None else lazy.shape
-    estimator, k = v.check_estimator(estimator, k, n)
-    dtype, backend = v.check_choice(dtype, "dtype", DTYPES), v.check_choice(backend, "backend", BACKENDS)
-    if method == "auto" and (dtype != "float64" or backend != "cpu"):
-        method = "tiled"  # float32 and the GPU exist only in the tiled engine
-    method = _choose_method(method, n, client, tile_size)
-    if method == "dense" and (dtype != "float64" or backend != "cpu"):
-        raise ValueError(f"method='dense' is float64 CPU only, got dtype={dtype!r}, backend={backend!r}")
+    p = params.for_points(n, client)
+    lam, estimator, dtype, backend = p.lam, p.estimator, p.dtype, p.backend
     args = dict(
         shape=(n, d),
         lam=lam,
-        delta=delta,
-        max_iter=max_iter,
+        delta=p.delta,
+        max_iter=p.max_iter,
         estimator=estimator,
-        k=k,
+        k=p.k,
         checkpoint=None if checkpoint is None else str(checkpoint),
         resume=resume,
         progress=progress if callable(progress) else None,
@@ -140,16 +120,16 @@ def _cdf_ts(
         dtype=dtype,
     )
     where = f"CDF-TS of n = {n} points, d = {d} (lambda = {lam}, {estimator} estimator)"
-    if method == "dense":
+    if p.method == "dense":
         logger.info("%s: dense NumPy oracle in this process", where)
         points = lazy.load() if points is None else points
         dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, return_info, lazy, False)
-    with dask_client(client, n_workers, gpu=backend == "cuda") as c:
+    with dask_client(client, p.n_workers, gpu=backend == "cuda") as c:
         logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
         if backend == "cpu":
             _say_if_compiling(c)
-        tiled = runner.TiledMethod(c, tile_size, dtype=dtype, device=backend)
+        tiled = runner.TiledMethod(c, p.tile_size, dtype=dtype, device=backend)
         handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
         result = runner.run(tiled, handle, **args)
         return _finish(tiled, result, output, return_info, lazy, outlives_the_run(c))

@@ -103,23 +103,30 @@ class TiledMethod:
         self.client = client
         self.engine = TiledEngine(client, tile_size, dtype=dtype, device=device)
         self.to_host = self.engine.tasks.to_host
+        self._ready = None  # the last step's positions: already in the device's form
 
     def put(self, X):
-        if isinstance(X, np.ndarray):
-            # hash=False: a fresh key per run, so repeated runs on equal data never share (and race on)
-            # keys that the previous run is still releasing ("lost dependencies")
-            return self.client.scatter(X, broadcast=True, hash=False)
-        return X  # already a future
+        """NumPy points stay here until :meth:`normalise` scatters them normalised; a future (input
+        the workers read) is used as it is."""
+        return X
 
     def normalise(self, X):
+        if isinstance(X, np.ndarray):  # normalised here, scattered once
+            return self.engine.put(minmax_normalise(X)[0])
         return self.client.submit(_normalise_on_worker, X)
 
     def fingerprint(self, X) -> str:
+        if isinstance(X, np.ndarray):
+            return store.fingerprint(X)
         return self.client.submit(store.fingerprint, X).result()
 
     def step(self, X, shape, lam, estimator, k, watch=None) -> Step:
         n, d = shape
-        return self.engine.step(X, n, d, lam, estimator, k, watch=watch)
+        if X is not self._ready:  # the first iteration's points (fresh or resumed)
+            X = self.engine.prepare(X)
+        info = self.engine.step(X, n, d, lam, estimator, k, watch=watch)
+        self._ready = info.X
+        return info
 
     def save(self, path, t, info: Step, seconds: float) -> None:
         attrs = store._jsonable(_iteration_attrs(info, seconds))
@@ -133,6 +140,8 @@ class TiledMethod:
         return self.client.submit(_positions_on_worker, path, t)
 
     def fetch(self, X) -> np.ndarray:
+        if self.engine.tasks.HOST:  # already a NumPy array on a worker
+            return X.result()
         return self.client.submit(self.to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:

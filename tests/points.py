@@ -56,6 +56,6 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
         kth = dev.concat(*[dev.kth_part(Xd, a, b, k) for a, b in plan.chunks(0, n, rows)])
         stats = plan.knn_radius(dev.to_host(kth), m)
         shift_plan = plan.knn_plan(m, k, stats, mean, dtype)
-    shifted = dev.concat(*[dev.shift_part(Xd, a, b, shift_plan) for a, b in plan.chunks(0, n, rows)])
-    Z, total, _, _ = dev.finish(Xd, shifted)
+    shifted = [dev.shift_part(Xd, a, b, shift_plan) for a, b in plan.chunks(0, n, rows)]
+    Z, total, _, _ = dev.finish(Xd, *shifted)
     return m, stats, dev.to_host(Z), total / (n * d)

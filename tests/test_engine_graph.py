@@ -101,8 +101,8 @@ def test_engine_step_statistics(client, dtype, estimator, k):
     """One ``TiledEngine.step``: positions, Delta, m and the named statistics against the oracle step."""
     X = normalised(awkward(211, 3, seed=11))
     ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.1, estimator, k)
-    st = TiledEngine(client, 50, dtype=dtype).step(client.scatter(X, broadcast=True, hash=False), 211, 3, 0.1,
-                                                   estimator, k)  # fmt: skip
+    engine = TiledEngine(client, 50, dtype=dtype)
+    st = engine.step(engine.prepare(engine.put(X)), 211, 3, 0.1, estimator, k)
     tol = 1e-9 if dtype == "float64" else 1e-6
     assert np.abs(st.X.result() - ref.X).max() <= tol
     assert abs(st.delta - ref.delta) <= tol and st.m == ref.m
@@ -129,9 +129,8 @@ def test_graph_grows_linearly_with_n(client, estimator, k):
 
 def test_every_reduction_task_has_bounded_fan_in(client):
     """No task of an iteration depends on more than FAN_IN + 2 others (the count vectors meet in a tree)."""
-    X = client.scatter(normalised(blobs(2000, 2, seed=1)), broadcast=True, hash=False)
     engine = TiledEngine(client, 20)  # 100 panels
-    st = engine.step(X, 2000, 2, 0.1, "epsilon", None)
+    st = engine.step(engine.put(normalised(blobs(2000, 2, seed=1))), 2000, 2, 0.1, "epsilon", None)
     st.X.result()
     widest = client.run_on_scheduler(
         lambda dask_scheduler: max(len(ts.dependencies) for ts in dask_scheduler.tasks.values())

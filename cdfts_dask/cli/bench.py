@@ -49,6 +49,12 @@ def register(sub) -> None:
         help="run on the CUDA device: dask-cuda workers, one per GPU (--workers counts GPUs)",
     )
     p.add_argument(
+        "--user-call",
+        action="store_true",
+        help="instead: time cdf_ts(X, method='tiled', client=client, max_iter=1) as a user calls it "
+        "(validation, scatter, iteration, fetch) against one dense-oracle iteration, per size",
+    )
+    p.add_argument(
         "--kernels",
         action="store_true",
         help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
@@ -70,6 +76,17 @@ def run(args) -> int:
             raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.user_call:
+        for n in args.sizes:
+            for w in args.workers:
+                r = bench.user_call(n, args.dims, w, args.lam, args.repeat)
+                print(
+                    f"n={n} d={args.dims} workers={w}: cdf_ts tiled call {r['call_s']:.3f} s "
+                    f"(engine iteration {r['step_s']:.3f} s, per-call overhead {r['overhead_s']:.3f} s); "
+                    f"dense oracle iteration {r['dense_s']:.3f} s; dense / tiled call = {r['x_dense']:.1f}x",
+                    flush=True,
+                )
+        return 0
     if args.kernels:
         for n in args.sizes:
             for t in dtypes:

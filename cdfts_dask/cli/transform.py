@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 import time
 
-from ..api import DENSE_MAX_N, cdf_ts
+from ..api import cdf_ts
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, output_format, write_table
+from ..params import DENSE_MAX_N
 from . import HelpFormatter
 
 
@@ -111,9 +112,6 @@ def _run(args) -> int:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
         if args.label is None and not args.no_label:
             check_no_label_column(header)
-    method = args.method
-    if method == "auto" and (args.scheduler or args.workers):
-        method = "tiled"
     tic = time.perf_counter()
     Y, info = cdf_ts(
         X,
@@ -122,7 +120,7 @@ def _run(args) -> int:
         max_iter=args.max_iter,
         estimator=args.estimator,
         k=args.k,
-        method=method,
+        method=args.method,  # "auto" with --scheduler or --workers is the engine (RunParams.for_points)
         client=args.scheduler,
         tile_size=args.tile_size,
         checkpoint=args.checkpoint,

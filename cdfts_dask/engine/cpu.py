@@ -3,6 +3,7 @@
 The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 (the same names, arguments and results on :mod:`cdfts_dask.engine.cuda`):
 
+* ``HOST``: whether the points live in host memory (then ``prepare`` runs on the client);
 * ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
 * ``panel_rows(n, workers)``: rows per panel task;
 * ``diameter_part(X, part, parts)``: largest float64 ``sq`` over this part's pairs;
@@ -12,7 +13,8 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 * ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
 * ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
 * ``concat(*parts)``: row blocks or vector pieces joined in order (tree reductions);
-* ``finish(X, Y)``: normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)``;
+* ``finish(X, *shifted)``: normalise the shifted row blocks (in order):
+  ``(X_new, sum |X_new - X|, lo, hi)``;
 * ``to_host(X)``: a NumPy array.
 
 Every function takes the full point array ``X`` (n x d, one copy per
@@ -36,6 +38,8 @@ KNN_PANEL_BYTES = 64 * 2**20
 TASKS_PER_WORKER = 4
 MIN_ROWS = 256
 MAX_ROWS = 4096
+#: NumPy points in host memory
+HOST = True
 
 
 def prepare(X, dtype: str) -> np.ndarray:
@@ -162,11 +166,12 @@ def shift_part(X, a: int, b: int, plan: ShiftPlan | None) -> np.ndarray:
     return plan.mean + Y * A[:, None] - B
 
 
-def finish(X, Y) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """Min-max normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)`` (O(n d)).
+def finish(X, *shifted) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """Min-max normalise the shifted row blocks (in order): ``(X_new, sum |X_new - X|, lo, hi)`` (O(n d)).
 
     ``X_new`` is in X's dtype; the sum is float64 over all n d entries.
     """
+    Y = concat(*shifted)
     lo, hi = Y.min(axis=0), Y.max(axis=0)
     Z = ((Y - lo) / column_span(lo, hi)).astype(X.dtype, copy=False)
     total = float(np.abs(Z.astype(np.float64) - np.asarray(X, dtype=np.float64)).sum())

@@ -28,6 +28,8 @@ if SIMULATOR:
 else:  # pragma: no cover - needs a GPU
     import cupy as xp
 
+#: CuPy points in GPU memory (prepared on a worker)
+HOST = False
 #: threads per block, also the number of points per shared-memory tile
 THREADS = 128
 #: the k-NN pass holds at most this many bytes of ``sq`` per sub-panel
@@ -125,9 +127,10 @@ def concat(*parts):
     return xp.concatenate(parts)
 
 
-def finish(X, Y):
-    """Min-max normalise the shifted points Y: ``(X_new, sum |X_new - X|, lo, hi)``; X_new stays on the
-    device in X's dtype, the rest goes to the host."""
+def finish(X, *shifted):
+    """Min-max normalise the shifted row blocks (in order): ``(X_new, sum |X_new - X|, lo, hi)``;
+    X_new stays on the device in X's dtype, the rest goes to the host."""
+    Y = concat(*shifted)
     lo, hi = Y.min(axis=0), Y.max(axis=0)
     Z = ((Y - lo) / column_span(lo, hi)).astype(X.dtype, copy=False)
     total = float(xp.abs(Z.astype(np.float64) - X.astype(np.float64)).sum())

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from . import plan
 from .devices import device_module
 from .plan import chunks, triangle_panels
@@ -41,11 +43,17 @@ FAN_IN = 8
 DIAMETER_SINGLE_MAX_N = 4096
 
 
+def narrow(client, func, futures: list, fan_in: int = FAN_IN) -> list:
+    """Combine futures with ``func(*group)``, groups of ``fan_in`` in order, until ``fan_in`` remain."""
+    while len(futures) > fan_in:
+        futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
+    return futures
+
+
 def tree_reduce(client, func, futures: list, fan_in: int = FAN_IN):
     """Reduce futures with ``func(*group)`` in a tree of fan-in ``fan_in`` (order preserved)."""
-    while len(futures) > 1:
-        futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
-    return futures[0]
+    futures = narrow(client, func, futures, fan_in)
+    return futures[0] if len(futures) == 1 else client.submit(func, *futures)
 
 
 def _max(*values: float) -> float:
@@ -57,6 +65,10 @@ def _add(*vectors):
     for v in vectors[1:]:
         total += v
     return total
+
+
+def _threshold(max_sq: float, lam: float) -> float:
+    return plan.count_threshold(plan.diameter(max_sq), lam)
 
 
 def _first(pair):
@@ -84,15 +96,27 @@ class TiledEngine:
         self.device = device
         self.tasks = device_module(device)
 
-    def workers(self) -> int:
-        """Worker threads of the cluster."""
-        return max(1, sum(self.client.nthreads().values()))
+    def put(self, X: np.ndarray):
+        """Future of the NumPy points X on every worker.
+
+        ``hash=False``: a fresh key per run, so repeated runs on equal data
+        never share (and race on) keys that the previous run is still releasing.
+        """
+        return self.client.scatter(X, broadcast=True, hash=False)
+
+    def prepare(self, X):
+        """The future X (float64 points on the workers) in the device's form and the working dtype;
+        X itself where it already is (float64 on a host device)."""
+        if self.tasks.HOST and self.dtype == "float64":
+            return X
+        return self.client.submit(self.tasks.prepare, X, self.dtype)
 
     def step(
         self, X, n: int, d: int, lam: float, estimator: str, k: int | None, timings: dict | None = None,
         watch=None,
     ) -> Step:  # fmt: skip
-        """One iteration on the future ``X``; returns the new positions (and statistics) as futures.
+        """One iteration on the future ``X`` (from :meth:`prepare`, or a previous step's positions);
+        returns the new positions (and statistics) as futures.
 
         With ``timings`` (benchmarks only) the client also waits after the
         plan and records ``timings["reference"]`` and ``timings["shift"]``
@@ -102,7 +126,8 @@ class TiledEngine:
         """
         tic = time.perf_counter()
         c, dev, dtype = self.client, self.tasks, self.dtype
-        addresses = sorted(c.scheduler_info()["workers"]) or [None]
+        workers = c.scheduler_info()["workers"]
+        addresses = sorted(workers) or [None]
 
         def on(i: int) -> dict:
             """Round-robin placement of panel i (equal-work panels): locality heuristics would pile
@@ -110,16 +135,17 @@ class TiledEngine:
             addr = addresses[i % len(addresses)]
             return {} if addr is None else {"workers": [addr], "allow_other_workers": True}
 
-        rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, self.workers())
+        threads = max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+        rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, threads)
         parts = chunks(0, n, rows)
-        X = c.submit(dev.prepare, X, dtype)  # every pass sees the points in the working dtype
         dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else 2 * len(addresses)
         maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
-        m = c.submit(plan.diameter, tree_reduce(c, _max, maxima))
+        max_sq = tree_reduce(c, _max, maxima)
+        m = c.submit(plan.diameter, max_sq)
         mean = c.submit(dev.column_mean, X)
         counts = radius = None
         if estimator == "epsilon":
-            T = c.submit(plan.count_threshold, m, lam)
+            T = c.submit(_threshold, max_sq, lam)
             tri = triangle_panels(n, len(parts))
             partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(tri)]
             counts = tree_reduce(c, _add, partial)
@@ -135,7 +161,7 @@ class TiledEngine:
             timings["reference"] = time.perf_counter() - tic
             tic = time.perf_counter()
         shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
-        fin = c.submit(dev.finish, X, tree_reduce(c, dev.concat, shifted))
+        fin = c.submit(dev.finish, X, *narrow(c, dev.concat, shifted))
         if watch is not None:
             watch([*maxima, *(partial if estimator == "epsilon" else kth), shift_plan, *shifted, fin])
         (total, lo, hi), m_value = c.gather([c.submit(_rest, fin), m])

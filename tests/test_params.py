@@ -1,0 +1,51 @@
+"""RunParams: one validation and one method choice for cdf_ts, CDFTS and cdfts transform."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdfts_dask.params import DENSE_MAX_N, RunParams
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        ({}, "dense"),
+        ({"n_workers": 1}, "tiled"),  # a worker count asks for the engine, in the API as in the CLI
+        ({"tile_size": 64}, "tiled"),
+        ({"dtype": "float32"}, "tiled"),
+        ({"backend": "cuda"}, "tiled"),
+        ({"method": "dense"}, "dense"),
+    ],
+)
+def test_auto_method(kwargs, expected):
+    assert RunParams(**kwargs).for_points(100).method == expected
+    assert RunParams().for_points(DENSE_MAX_N + 1).method == "tiled"
+    assert RunParams().for_points(100, client="tcp://127.0.0.1:8786").method == "tiled"
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,pattern",
+    [
+        ({"lam": 1.5}, ValueError, "lam"),
+        ({"delta": 0}, ValueError, "delta"),
+        ({"max_iter": 0}, ValueError, "max_iter"),
+        ({"estimator": "kde"}, ValueError, "estimator"),
+        ({"method": "fast"}, ValueError, "method"),
+        ({"tile_size": 0}, ValueError, "tile_size"),
+        ({"n_workers": 2.5}, TypeError, "n_workers"),
+        ({"dtype": "float16"}, ValueError, "dtype"),
+        ({"backend": "numpy"}, ValueError, "backend"),
+    ],
+)
+def test_every_field_is_checked_when_made(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        RunParams(**kwargs)
+
+
+def test_k_is_checked_against_n_and_dense_refuses_the_engine_only_options():
+    assert RunParams(estimator="knn", k=3).for_points(10).k == 3
+    with pytest.raises(ValueError, match="k must lie in"):
+        RunParams(estimator="knn", k=10).for_points(10)
+    with pytest.raises(ValueError, match="method='dense'"):
+        RunParams(method="dense", dtype="float32").for_points(10)
