@@ -35,10 +35,15 @@ RUN = ["--lam", "0.1", "--delta", "1e-12", "--max-iter", "12"]
 RUN_LIMIT = 300
 
 
+def _which(name: str) -> str | None:
+    """``name`` on PATH, or in the sbin directories where Debian puts the daemons."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+
+
 def _missing() -> str | None:
     if os.geteuid() != 0:
         return "needs root (munged runs as the munge user, slurmd as root)"
-    absent = [name for name in DAEMONS + CLIENTS if shutil.which(name) is None]
+    absent = [name for name in DAEMONS + CLIENTS if _which(name) is None]
     if absent:
         return f"{', '.join(absent)} not installed (apt-get install slurm-wlm munge)"
     try:
@@ -77,7 +82,7 @@ class SingleNodeSlurm:
         os.chown(key, munge.pw_uid, munge.pw_gid)
         socket_path = sockets / "munge.socket"
         self._start(
-            ["munged", "--foreground", f"--key-file={key}", f"--socket={socket_path}",
+            [_which("munged"), "--foreground", f"--key-file={key}", f"--socket={socket_path}",
              f"--pid-file={private}/munged.pid", f"--log-file={private}/munged.log",
              f"--seed-file={private}/munged.seed"],
             user="munge", group="munge",
@@ -113,8 +118,8 @@ class SingleNodeSlurm:
 
     def start(self, timeout: float = 60.0) -> None:
         self._write_conf(self._munge())
-        self._start(["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        self._start(["slurmd", "-D", "-f", str(self.conf)])
+        self._start([_which("slurmctld"), "-D", "-i", "-f", str(self.conf)])
+        self._start([_which("slurmd"), "-D", "-f", str(self.conf)])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             state = self.run("sinfo", "-h", "-o", "%T", check=False).stdout.strip()
