@@ -13,9 +13,10 @@ cdfts-dask must be installed there (see deploy/README.md)::
 Every option other than the batch-system ones below is ``cdfts transform``'s
 (INPUT, OUTPUT, --lam, --label, --checkpoint, --resume, ...), handled by the
 same code: .csv/.npy/.zarr by extension, labels passed through, atomic
-writes, one-line errors with exit status 2. If this client is killed, run the
-same command again with ``--resume``; a worker job that dies (preempted,
-cancelled) has its tasks recomputed on the others.
+writes, one-line errors with exit status 2. The run starts once every job's
+worker has connected. If this client is killed, run the same command again
+with ``--resume``; a worker job that dies (preempted, cancelled) has its
+tasks recomputed on the others.
 
 Networking: the scheduler runs here and the workers in the jobs. The default
 ``--interface lo`` keeps everything on 127.0.0.1, which works when the jobs
@@ -77,6 +78,7 @@ def make_cluster(
     """
     if system not in ("slurm", "pbs"):
         raise ValueError(f"system must be 'slurm' or 'pbs', got {system!r}")
+    import dask
     import dask_jobqueue
 
     host = listen_host(interface, scheduler_host)
@@ -95,7 +97,11 @@ def make_cluster(
         **overrides,
     }
     cluster_class = dask_jobqueue.SLURMCluster if system == "slurm" else dask_jobqueue.PBSCluster
-    return cluster_class(**kwargs)
+    # The scheduler runs in this process. Its active memory manager would drop the input's replicas that
+    # the client broadcast to every worker (ReduceReplicas), leaving one copy: a job lost later would
+    # take the input with it, and nothing could recompute its tasks.
+    with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+        return cluster_class(**kwargs)
 
 
 def build_hpc_parser() -> argparse.ArgumentParser:
@@ -160,9 +166,13 @@ def run(options, transform, args) -> int:
         args.scheduler = cluster.scheduler_address
         if not args.quiet:
             print(
-                f"hpc.py: {options.jobs} {options.system} job(s) submitted; scheduler {args.scheduler}",
+                f"hpc.py: scheduler {args.scheduler}; {options.jobs} {options.system} job(s) submitted, "
+                "waiting for their workers",
                 file=sys.stderr,
             )
+        # All of them before the run starts: the input array is replicated to every worker present when
+        # it starts, so that losing one job later leaves a copy to recompute the lost tasks from.
+        cluster.wait_for_workers(options.jobs)
         return transform(args)
 
 

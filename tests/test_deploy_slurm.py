@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -243,6 +244,8 @@ def _process_tree(roots: list[int], marker: str) -> set[int]:
 
 
 def test_hpc_slurm_survives_a_cancelled_worker_job(slurm, points, tmp_path):
+    from distributed import Client
+
     folder, _, reference = points
     out = tmp_path / "out.npy"
     proc = hpc(slurm, tmp_path, str(folder / "in.npy"), str(out), "--checkpoint", str(tmp_path / "run.zarr"),
@@ -253,10 +256,12 @@ def test_hpc_slurm_survives_a_cancelled_worker_job(slurm, points, tmp_path):
     try:
         for line in proc.stderr:
             lines.append(line)
-            if cancelled_at is None and line.startswith("cdfts: iteration 2: "):
+            if cancelled_at is None and line.startswith("cdfts: iteration 1: "):
+                scheduler = re.search(r"scheduler (tcp://[\d.]+:\d+)", "".join(lines))[1]
+                with Client(scheduler, timeout=30) as client:  # both jobs' workers take part in the run
+                    client.wait_for_workers(2, timeout=120)
                 jobs = slurm.jobs()
                 assert sorted(jobs.values()) == ["RUNNING", "RUNNING"], jobs
-                scheduler = next(ln for ln in lines if "scheduler tcp://" in ln).split()[-1]
                 exposed = _listening_not_loopback(
                     _process_tree([p.pid for p in slurm.procs] + [proc.pid], scheduler)
                 )
