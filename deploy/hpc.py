@@ -34,6 +34,7 @@ import socket
 import sys
 
 from cdfts_dask.cli import OneLineErrorParser, build_parser, run_command
+from cdfts_dask.log import logger, verbosity
 from cdfts_dask.outputs import check_writable, output_format
 
 #: keyword arguments shared by both batch systems: one single-threaded worker per job
@@ -164,12 +165,11 @@ def run(options, transform, args) -> int:
     with _cluster(options) as cluster:
         cluster.scale(jobs=options.jobs)
         args.scheduler = cluster.scheduler_address
-        if not args.quiet:
-            print(
-                f"hpc.py: scheduler {args.scheduler}; {options.jobs} {options.system} job(s) submitted, "
-                "waiting for their workers",
-                file=sys.stderr,
-            )
+        with verbosity(not args.quiet):
+            logger.info(
+                "hpc.py: scheduler %s; %d %s job(s) submitted, waiting for their workers",
+                args.scheduler, options.jobs, options.system,
+            )  # fmt: skip
         # All of them before the run starts: the input array is replicated to every worker present when
         # it starts, so that losing one job later leaves a copy to recompute the lost tasks from.
         cluster.wait_for_workers(options.jobs)
