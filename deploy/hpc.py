@@ -65,14 +65,15 @@ def make_cluster(
     system: str,
     queue: str | None = None,
     account: str | None = None,
-    interface: str | None = "lo",
+    interface: str | None = None,
     scheduler_host: str | None = None,
     **overrides,
 ):
     """A ``SLURMCluster`` or ``PBSCluster`` whose jobs each run one single-threaded Dask worker.
 
     The scheduler and its dashboard listen on ``scheduler_host`` (default: the
-    address of ``interface``), the workers on ``interface`` (and, when the
+    address of ``interface``), the workers on ``interface`` (default ``lo``
+    when no ``scheduler_host`` is given; ``""``: Dask's choice) (and, when the
     scheduler is on loopback, their dashboards on 127.0.0.1); ``overrides`` go
     to dask-jobqueue as they are (``scheduler_options`` and
     ``worker_extra_args`` entries are merged).
@@ -82,6 +83,8 @@ def make_cluster(
     import dask
     import dask_jobqueue
 
+    if interface is None and not scheduler_host:
+        interface = "lo"  # single node: everything on 127.0.0.1
     host = listen_host(interface, scheduler_host)
     options = {} if host is None else {"host": host, "dashboard_address": f"{host}:{DASHBOARD_PORT}"}
     options.update(overrides.pop("scheduler_options", {}))
@@ -122,9 +125,10 @@ def build_hpc_parser() -> argparse.ArgumentParser:
     p.add_argument("--walltime", default=COMMON["walltime"], help="time limit per job")
     p.add_argument(
         "--interface",
-        default="lo",
-        help="network interface of the workers and the scheduler: lo when the jobs run on this "
-        "machine, the cluster network (ib0, eth0) when they run on other nodes",
+        default=None,
+        help="network interface of the workers and the scheduler: lo (the default without "
+        "--scheduler-host) when the jobs run on this machine, the cluster network (ib0, eth0) when "
+        "they run on other nodes",
     )
     p.add_argument(
         "--scheduler-host", default=None, help="address the scheduler listens on (default: --interface's)"

@@ -332,7 +332,7 @@ def test_hpc_defaults_to_loopback(hpc):
 
 def test_hpc_scheduler_host_and_install_source(hpc):
     options = hpc.build_hpc_parser().parse_args(
-        ["pbs", "--interface", "", "--scheduler-host", "127.0.0.1", "--python", "/shared/venv/bin/python",
+        ["pbs", "--scheduler-host", "127.0.0.1", "--python", "/shared/venv/bin/python",
          "--prologue", "module load python", "--memory", "2GiB"]
     )  # fmt: skip
     cluster = hpc._cluster(options)
