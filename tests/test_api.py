@@ -75,12 +75,17 @@ def test_estimator_conventions(X, expected):
 
 
 def test_sklearn_clone_and_pipeline(X, expected):
-    sklearn = pytest.importorskip("sklearn")
+    pytest.importorskip("sklearn")
     from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler
 
     est = clone(CDFTS(lam=0.2, delta=0.01))
     assert est.get_params() == CDFTS(lam=0.2, delta=0.01).get_params()
-    assert sklearn.__version__ and np.abs(est.fit(X).embedding_ - expected).max() <= 1e-12
+    assert np.abs(est.fit(X).embedding_ - expected).max() <= 1e-12
+    pipe = make_pipeline(MinMaxScaler(), CDFTS(lam=0.2, delta=0.01))  # CDF-TS min-max normalises first anyway
+    assert np.abs(pipe.fit_transform(X) - expected).max() <= 1e-9
+    assert pipe[-1].n_iter_ >= 1 and pipe[-1].n_features_in_ == X.shape[1]
 
 
 def test_progress_callback(X):

@@ -126,7 +126,9 @@ def _coarse():
 def test_json_safe_records():
     spec = DatasetSpec("4C", "clustering", str(DATA / "4C.csv"))
     recs = run_task(Task(spec, "rescale", 0.3, train_test=False, grids=_coarse()))
-    json.dumps(recs, default=float)
+    back = json.loads(json.dumps(recs))  # no default=: every value must already be a JSON type
+    assert back == recs and len(recs) > 0
+    assert all({"dataset", "transform", "algorithm", "score", "params"} <= set(r) for r in back)
 
 
 def test_anomaly_table_marks_inexact_datasets():
