@@ -126,7 +126,8 @@ def _cdf_ts(
         dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, return_info, lazy, False)
     with dask_client(client, p.n_workers, gpu=backend == "cuda") as c:
-        logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
+        if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
+            logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
         if backend == "cpu":
             _say_if_compiling(c)
         tiled = runner.TiledMethod(c, p.tile_size, dtype=dtype, device=backend)

@@ -116,13 +116,18 @@ def cdf_ts_step(X: np.ndarray, lam: float, estimator: str = "epsilon", k: int | 
     if nb.m == 0:  # all points coincide: nothing to rescale
         shifted = X.copy()
     else:
-        _, first, copies = np.unique(X, axis=0, return_index=True, return_inverse=True)
-        rho = shift_ratios(s, scaled_distances(s, nb))[:, first]  # distinct targets only
         n = X.shape[0]
+        _, first, copies = np.unique(X, axis=0, return_index=True, return_inverse=True)
+        distinct = len(first) == n
+        rho = shift_ratios(s, scaled_distances(s, nb))
+        targets = X if distinct else X[first]
+        if not distinct:  # shift each distinct point once (a copy of rho's columns)
+            rho = rho[:, first]
         A = rho.sum(axis=0) / n
         B = rho.T @ X / n
-        targets = X[first]
-        shifted = (X.mean(axis=0) + targets * A[:, None] - B)[copies.reshape(-1)]
+        shifted = X.mean(axis=0) + targets * A[:, None] - B
+        if not distinct:
+            shifted = shifted[copies.reshape(-1)]
     X_new, lo, hi = minmax_normalise(shifted)
     delta = float(np.abs(X_new - X).mean())
     if estimator == "epsilon":
