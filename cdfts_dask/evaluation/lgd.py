@@ -1,21 +1,41 @@
-"""LGD clustering (after Li, Yang, Qin and Zhu, Knowledge-Based Systems 2019), simplified.
+"""LGD clustering (local gap density; Li, Yang, Qin and Zhu, Knowledge-Based Systems 2019) as its
+authors wrote it.
 
-LGD works on the k-NN graph.  Its *local gap density* of a point counts its
-k nearest neighbours and divides by their average distance; points that are
-dense *relative to their own neighbours* are core points, so cores are found
-in sparse clusters as well as dense ones.  Here:
+Source followed: ``LGD.m`` and ``Functions/*.m`` (``kNNGraph``, ``DetectPionts``,
+``TheNewGraph``, ``LabelSubclusters``, ``AssignUnlabeledPoints``,
+``SuccessivePoint``) and ``Tools/L2_distance_1.m``, ``Tools/Net_Branches.m`` of
+the authors' repository
+``liruijia2017/Local-gap-density-for-clustering-high-dimensional-data-with-varying-densities``.
+Re-implemented here from their semantics; no code is copied.  Parameters: k
+(neighbours), tau (core threshold) and c (number of clusters); the paper's grid is
+k in {2, 4, 6, 10, 15, 20}, tau in {0.5, 0.52, 0.56, 0.62}, c = #classes.
 
-* ``g(i) = k / mean_{j in kNN(i)} D[i, j]`` (row i = i's view);
-* i is a core point when ``g(i) >= tau * max_{j in kNN(i) + {i}} g(j)``;
-* k-NN edges between two core points are kept (all others are treated as
-  potential cross-cluster edges and cut); the ``c`` largest connected
-  components of the core graph are the sub-clusters (``c`` = the number of
-  classes, as in the paper's grid);
-* like DP, every remaining point, in decreasing order of g, takes the label
-  of its nearest point of higher g (or of its nearest labelled point).
+``LGD.m`` works on *squared* Euclidean distances (``L2_distance_1``); on a view we
+use the squared view distances ``D**2`` (row i = i's view), which for the point
+views is exactly that.
 
-Approximation: this follows the published abstract's construction, not the
-authors' code (which we do not have); see docs/REPRODUCTION.md.
+1. *k-NN graph* (``kNNGraph``).  Each row is sorted stably; positions 2..k+1 are
+   i's neighbours; i writes ``W(i, j) = W(j, i) = D(i, j)`` for each, in index
+   order, so a pair written by both ends keeps the value written by the larger
+   index.  A zero weight is no edge.
+2. *Local gap density* (``DetectPionts``).  ``LD(i) = deg(i)^2 / sum_j W(i, j)``
+   and ``LGD(i) = LD(i) / max(0, max_{j linked to i} LD(j))``; core points have
+   ``LGD >= tau``, the others are border points.
+3. *Cutting* (``TheNewGraph``).  A core point with border neighbours drops every
+   edge at least as long as its shortest edge to a border point; an edge between
+   two core points survives when either end keeps it.
+4. *Sub-clusters* (``Net_Branches``, ``LabelSubclusters``).  Connected components
+   of the surviving core graph, largest first (ties: in order of their smallest
+   point); the c largest get labels 1..c.  With fewer than c components the MATLAB
+   code stops with an error; :func:`lgd` then returns every point as noise.
+5. *Assignment* (``AssignUnlabeledPoints``, ``SuccessivePoint``).  Every other
+   point's successor is its nearest k-NN-graph neighbour (by weight, ties by
+   index) of strictly larger LGD, or itself; following successors ends at a
+   labelled point or at an unlabelled representative, which takes the label of
+   its nearest labelled point (by D, ties by index).  Each point takes the label
+   at the end of its chain.
+
+Labels are returned as 0..c-1 (-1 only for the error case).
 """
 
 from __future__ import annotations
@@ -24,57 +44,129 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .dp import peaks, peaks_sorted
+from .dp import neighbour_order
+from .mdbscan import check_matrix
+
+#: the paper's (and the LGD paper's) search ranges
+K_VALUES = (2, 4, 6, 10, 15, 20)
+TAU_VALUES = (0.5, 0.52, 0.56, 0.62)
 
 
-def knn_indices(D: np.ndarray, k: int) -> np.ndarray:
-    """Indices of each row's k nearest *other* points, nearest first (n x k)."""
-    Dx = D.copy()
-    np.fill_diagonal(Dx, np.inf)
-    k = min(k, D.shape[0] - 1)
-    part = np.argpartition(Dx, k - 1, axis=1)[:, :k]
-    order = np.argsort(np.take_along_axis(Dx, part, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(part, order, axis=1)
-
-
-def local_gap_density(D: np.ndarray, nn: np.ndarray) -> np.ndarray:
-    """``g(i) = k / mean kNN distance`` (infinite where all k neighbours coincide with i)."""
-    mean = np.take_along_axis(D, nn, axis=1).mean(axis=1)
-    with np.errstate(divide="ignore"):
-        return nn.shape[1] / mean
-
-
-def lgd(
-    D: np.ndarray, k: int, tau: float, c: int, nn: np.ndarray | None = None, nbr: np.ndarray | None = None
-) -> np.ndarray:
-    """LGD labels (every point labelled) for k neighbours, core threshold tau and c clusters.
-
-    ``nn`` may hold precomputed :func:`knn_indices` for any k' >= k (its first k columns are used);
-    ``nbr`` a precomputed :func:`.dp.neighbour_order` of D (same result, faster).
-    """
-    n = D.shape[0]
+def knn_graph(Dsq: np.ndarray, k: int, nbr: np.ndarray) -> sparse.csr_matrix:
+    """``kNNGraph.m``: the symmetric k-NN graph weighted by the last writer's distance (no zero weights)."""
+    n = Dsq.shape[0]
     k = min(k, n - 1)
-    nn = knn_indices(D, k) if nn is None or nn.shape[1] < k else nn[:, :k]
-    g = local_gap_density(D, nn)
-    finite = np.isfinite(g)
-    g = np.where(finite, g, 2.0 * g[finite].max() if finite.any() else 1.0)
-    core = g >= tau * np.maximum(g, g[nn].max(axis=1))
-    rows = np.repeat(np.arange(n), nn.shape[1])
-    cols = nn.ravel()
-    keep = core[rows] & core[cols]
-    graph = sparse.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(n, n))
-    _, comp = connected_components(graph, directed=True, connection="weak")
-    labels = np.full(n, -1, dtype=np.int64)
-    sizes = np.bincount(comp[core], minlength=comp.max() + 1)
-    biggest = [cid for cid in np.argsort(-sizes, kind="stable")[: max(1, c)] if sizes[cid] > 0]
-    for lab, cid in enumerate(biggest):
-        labels[core & (comp == cid)] = lab
-    pk = peaks(D, g) if nbr is None else peaks_sorted(D, g, nbr)
-    top = pk.order[0]
-    if labels[top] < 0:
-        labelled = np.flatnonzero(labels >= 0)
-        labels[top] = labels[labelled[np.argmin(D[top, labelled])]] if labelled.size else 0
-    for i in pk.order[1:]:  # every higher-ranked point is labelled by now
-        if labels[i] < 0:
-            labels[i] = labels[pk.parent[i]]
+    writer = np.repeat(np.arange(n), k)
+    other = nbr[:, 1 : k + 1].astype(np.int64).ravel()
+    weight = Dsq[writer, other]
+    lo, hi = np.minimum(writer, other), np.maximum(writer, other)
+    key = lo * n + hi
+    # the last write of each unordered pair wins: writers come in increasing index order
+    order = np.lexsort((writer, key))
+    last = np.r_[key[order][1:] != key[order][:-1], True]
+    sel = order[last]
+    a, b, w = lo[sel], hi[sel], weight[sel]
+    keep = (w != 0) & (a != b)
+    a, b, w = a[keep], b[keep], w[keep]
+    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+    W.sort_indices()
+    return W
+
+
+def local_gap_density(W: sparse.csr_matrix) -> np.ndarray:
+    """``DetectPionts.m``: ``LD(i) / max(0, max LD over i's neighbours)`` (NaN / inf as MATLAB gives)."""
+    n = W.shape[0]
+    deg = np.diff(W.indptr)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ld = deg.astype(float) ** 2 / np.asarray(W.sum(axis=1)).ravel()
+        nb_max = np.zeros(n)
+        has = deg > 0
+        if has.any():
+            vals = ld[W.indices]
+            # MATLAB's max ignores NaN; non-neighbours contribute 0
+            row_max = np.fmax.reduceat(vals, W.indptr[:-1][has])
+            nb_max[has] = np.fmax(row_max, 0.0)
+        return ld / nb_max
+
+
+def cut_graph(W: sparse.csr_matrix, core: np.ndarray) -> sparse.csr_matrix:
+    """``TheNewGraph.m``: the core-point graph after each core point cuts its long edges."""
+    rows = np.repeat(np.arange(W.shape[0]), np.diff(W.indptr))
+    cols, w = W.indices, W.data
+    to_border = core[rows] & ~core[cols]
+    cut = np.full(W.shape[0], np.inf)
+    np.minimum.at(cut, rows[to_border], w[to_border])
+    kept = core[rows] & core[cols] & (w < cut[rows])  # the row's own decision
+    kept_rows, kept_cols = rows[kept], cols[kept]
+    G = sparse.csr_matrix((np.ones(kept_rows.size), (kept_rows, kept_cols)), shape=W.shape)
+    return G + G.T  # an edge survives when either end keeps it
+
+
+def subclusters(G: sparse.csr_matrix, core: np.ndarray, c: int) -> np.ndarray | None:
+    """``Net_Branches`` + ``LabelSubclusters``: labels 1..c on the c largest core components, 0 elsewhere;
+    None when there are fewer than c components."""
+    n = G.shape[0]
+    cores = np.flatnonzero(core)
+    _, comp = connected_components(G[cores][:, cores], directed=False)
+    n_comp = int(comp.max()) + 1 if cores.size else 0
+    if n_comp < c:
+        return None
+    first = np.full(n_comp, n)
+    np.minimum.at(first, comp, np.arange(cores.size))  # discovery order: smallest member first
+    size = np.bincount(comp, minlength=n_comp)
+    by_discovery = np.argsort(first)
+    largest = by_discovery[np.argsort(-size[by_discovery], kind="stable")[:c]]
+    labels = np.zeros(n, dtype=np.int64)
+    lab_of = np.zeros(n_comp, dtype=np.int64)
+    lab_of[largest] = np.arange(1, c + 1)
+    labels[cores] = lab_of[comp]
     return labels
+
+
+def assign(labels: np.ndarray, W: sparse.csr_matrix, g: np.ndarray, Dsq: np.ndarray) -> np.ndarray:
+    """``AssignUnlabeledPoints`` + ``SuccessivePoint``: label every point with label 0."""
+    n = len(labels)
+    rows = np.repeat(np.arange(n), np.diff(W.indptr))
+    order = np.lexsort((W.indices, W.data, rows))  # each row by weight, ties by index
+    r, col = rows[order], W.indices[order]
+    denser = g[col] > g[r]
+    pos = np.flatnonzero(denser)
+    first_pos = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(first_pos, r[pos], pos)
+    succ = np.arange(n)
+    unlabelled = labels == 0
+    has = unlabelled & (first_pos < np.iinfo(np.int64).max)
+    succ[has] = col[first_pos[has]]
+    while True:
+        nxt = succ[succ]
+        if np.array_equal(nxt, succ):
+            break
+        succ = nxt
+    labelled = np.flatnonzero(~unlabelled)
+    out = labels.copy()
+    reps = np.unique(succ[unlabelled])
+    reps = reps[labels[reps] == 0]
+    if labelled.size and reps.size:
+        out[reps] = labels[labelled[np.argmin(Dsq[np.ix_(reps, labelled)], axis=1)]]
+    out[unlabelled] = out[succ[unlabelled]]
+    return out
+
+
+def lgd(D, k: int, tau: float, c: int, nbr: np.ndarray | None = None) -> np.ndarray:
+    """LGD labels 0..c-1 of the points of D (row i = i's view); all -1 when LGD.m would stop with
+    fewer than c components.  ``nbr`` may hold a precomputed :func:`.dp.neighbour_order` of D."""
+    D = check_matrix(D)
+    n = D.shape[0]
+    if not isinstance(k, (int, np.integer)) or not 1 <= k:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(c, (int, np.integer)) or c < 1:
+        raise ValueError(f"c must be a positive integer, got {c!r}")
+    nbr = neighbour_order(D) if nbr is None else nbr
+    Dsq = D * D
+    W = knn_graph(Dsq, k, nbr)
+    g = local_gap_density(W)
+    core = g >= tau
+    labels = subclusters(cut_graph(W, core), core, c)
+    if labels is None:
+        return np.full(n, -1, dtype=np.int64)
+    return assign(labels, W, g, Dsq) - 1

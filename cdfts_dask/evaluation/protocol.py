@@ -26,10 +26,12 @@ from .baselines import iforest_scores, lof_scores
 from .datasets import DatasetSpec, halves, load_labelled, subsample
 from .dbscan import DBSCANSweep, sweeps
 from .dp import choose_centres, density, density_all, link, neighbour_order, peaks, peaks_sorted
+from .ec import ExtremeClustering
 from .grids import AnomalyGrid, ClusteringGrid, Grids
 from .inne import inne_scores
 from .knn import knn_scores, knn_sorted
-from .lgd import knn_indices, lgd
+from .lgd import lgd
+from .mdbscan import dbscan_matrix, dbscan_matrix_counts
 from .metrics import FMeasure, ami, auc, f_measure
 from .representations import View, make_view
 
@@ -48,43 +50,73 @@ def _better(best: Best | None, score: float, params: dict) -> Best:
 # ---------------------------------------------------------------- clustering
 
 
-def run_clustering(algorithm: str, D: np.ndarray, params: dict, n_classes: int) -> np.ndarray:
-    """Labels of one clustering algorithm with the given parameters on the view's distances D."""
+#: views whose DBSCAN is the DScale authors' ``Mdbscan.m`` (:mod:`.mdbscan`) instead of the sweep
+AUTHORS_DBSCAN_VIEWS = ("dscale",)
+
+
+def run_clustering(
+    algorithm: str, D: np.ndarray, params: dict, n_classes: int, authors_dbscan: bool = False
+) -> np.ndarray:
+    """Labels of one clustering algorithm with the given parameters on the view's distances D.
+
+    ``authors_dbscan``: DBSCAN is :func:`.mdbscan.dbscan_matrix` (the DScale view), otherwise
+    :class:`.dbscan.DBSCANSweep`.
+    """
     if algorithm == "DBSCAN":
+        if authors_dbscan:
+            return dbscan_matrix(D, params["eps"], params["minpts"])
         return DBSCANSweep(D, params["minpts"]).labels(params["eps"])
     if algorithm == "DP":
         pk = peaks(D, density(D, params["eps"]))
         return link(pk, choose_centres(pk, params["c"]))
     if algorithm == "EC":
-        pk = peaks(D, density(D, params["eps"]))
-        centres = pk.delta > params["eps"]
-        centres[pk.order[0]] = True
-        return link(pk, np.flatnonzero(centres))
+        return ExtremeClustering(D).labels(params["eps"])
     if algorithm == "LGD":
         return lgd(D, params["k"], params["tau"], n_classes)
     raise ValueError(f"unknown clustering algorithm {algorithm!r}")
 
 
 def search_clustering(
-    D: np.ndarray, y: np.ndarray, grid: ClusteringGrid, algorithms: Iterable[str] = CLUSTERING_ALGORITHMS
+    D: np.ndarray,
+    y: np.ndarray,
+    grid: ClusteringGrid,
+    algorithms: Iterable[str] = CLUSTERING_ALGORITHMS,
+    authors_dbscan: bool = False,
 ) -> dict[str, Best]:
     """Best F-measure and its parameters for each algorithm over the grid.
 
     Shared work (the results are exactly those of running each algorithm on each grid point):
-    one stable row-wise ``argsort`` of D serves DP, EC and LGD (nearest higher-ranked point,
-    :func:`.dp.peaks_sorted`), the densities for all eps come from one pass
-    (:func:`.dp.density_all`), DP and EC share each eps's peaks, DBSCAN evaluates the whole eps
-    grid from one minimum spanning tree per minpts (:class:`.dbscan.DBSCANSweep`), and an eps
-    whose densities equal the previous eps's is skipped for DP (same labels, and ties keep the
-    first), as is a DBSCAN eps with no critical value
-    (:meth:`.dbscan.DBSCANSweep.critical_values`) since the previous one.
+    one stable row-wise ``argsort`` of D serves DP, EC, LGD and the authors' DBSCAN (nearest
+    higher-ranked point, :func:`.dp.peaks_sorted`; neighbour lists), the densities / neighbour
+    counts for all eps come from one pass (:func:`.dp.density_all`), DBSCAN evaluates the whole
+    eps grid from one minimum spanning tree per minpts (:class:`.dbscan.DBSCANSweep`), EC's
+    densities and chains are computed once (:class:`.ec.ExtremeClustering`), and an eps whose
+    densities equal the previous eps's is skipped for DP (same labels, and ties keep the first)
+    and for the authors' DBSCAN (same neighbourhoods), as is a sweep-DBSCAN eps with no critical
+    value (:meth:`.dbscan.DBSCANSweep.critical_values`) since the previous one.
+
+    ``authors_dbscan``: DBSCAN is :mod:`.mdbscan` (``Mdbscan.m``), used for the DScale view.
     """
     algorithms = set(algorithms)
     n = len(y)
     n_classes = len(np.unique(y))
     score = FMeasure(y)
     best: dict[str, Best | None] = dict.fromkeys(algorithms)
-    if "DBSCAN" in algorithms:
+    nbr = neighbour_order(D) if algorithms & {"DP", "EC", "LGD"} or authors_dbscan else None
+    if "DBSCAN" in algorithms and authors_dbscan:
+        counts = density_all(D, grid.dbscan_eps)
+        for minpts in grid.dbscan_minpts:
+            previous = None
+            for e, eps in enumerate(grid.dbscan_eps):
+                if previous is not None and np.array_equal(counts[:, e], previous):
+                    continue  # the same neighbourhoods: the same labels
+                previous = counts[:, e]
+                labels, final = dbscan_matrix_counts(nbr, previous, minpts)
+                best["DBSCAN"] = _better(best["DBSCAN"], score(labels), {"eps": eps, "minpts": minpts})
+                if final:
+                    break
+        del counts
+    elif "DBSCAN" in algorithms:
         for minpts, sweep in sweeps(D, grid.dbscan_minpts):
             events = sweep.critical_values()
             seen = -1
@@ -97,43 +129,32 @@ def search_clustering(
                 best["DBSCAN"] = _better(best["DBSCAN"], score(labels), {"eps": eps, "minpts": minpts})
                 if labels.min() == 0 and labels.max() == 0:  # one cluster, no noise: so for every larger eps
                     break
-    nbr = neighbour_order(D) if algorithms & {"DP", "EC", "LGD"} else None
-    if algorithms & {"DP", "EC"}:
+    if "DP" in algorithms:
         rhos = density_all(D, grid.eps)
-        previous, pk = None, None
+        previous = None
         for e, eps in enumerate(grid.eps):
             rho = rhos[:, e]
-            if pk is not None and np.array_equal(rho, previous):
-                # same densities => same peaks and DP labels; EC's centres (delta > eps) can change
-                if "EC" in algorithms:
-                    labels = _ec_labels(pk, eps)
-                    best["EC"] = _better(best["EC"], score(labels), {"eps": eps})
-                continue
+            if previous is not None and np.array_equal(rho, previous):
+                continue  # same densities => same peaks and DP labels
             previous = rho
             pk = peaks_sorted(D, rho, nbr)
-            if "DP" in algorithms:
-                for c in grid.dp_centres:
-                    if c > n:
-                        break
-                    labels = link(pk, choose_centres(pk, c))
-                    best["DP"] = _better(best["DP"], score(labels), {"eps": eps, "c": c})
-            if "EC" in algorithms:
-                best["EC"] = _better(best["EC"], score(_ec_labels(pk, eps)), {"eps": eps})
+            for c in grid.dp_centres:
+                if c > n:
+                    break
+                labels = link(pk, choose_centres(pk, c))
+                best["DP"] = _better(best["DP"], score(labels), {"eps": eps, "c": c})
             if rho.min() == n:  # every point sees every point: larger eps changes nothing
                 break
+    if "EC" in algorithms:
+        ec = ExtremeClustering(D, nbr=nbr)
+        for eps in grid.eps:
+            best["EC"] = _better(best["EC"], score(ec.labels(eps)), {"eps": eps})
     if "LGD" in algorithms:
-        nn = knn_indices(D, max(grid.lgd_k))
         for k in grid.lgd_k:
             for tau in grid.lgd_tau:
-                labels = lgd(D, min(k, n - 1), tau, n_classes, nn, nbr)
+                labels = lgd(D, min(k, n - 1), tau, n_classes, nbr)
                 best["LGD"] = _better(best["LGD"], score(labels), {"k": k, "tau": tau, "c": n_classes})
     return best  # type: ignore[return-value]
-
-
-def _ec_labels(pk, eps: float) -> np.ndarray:
-    centres = pk.delta > eps
-    centres[pk.order[0]] = True
-    return link(pk, np.flatnonzero(centres))
 
 
 # ----------------------------------------------------------------- anomalies
@@ -222,7 +243,9 @@ def _algorithms(task: Task) -> tuple[str, ...]:
 
 def _search(task: Task, view: View, y: np.ndarray) -> dict[str, Best]:
     if task.spec.task == "clustering":
-        return search_clustering(view.D, y, task.grids.clustering, _algorithms(task))
+        return search_clustering(
+            view.D, y, task.grids.clustering, _algorithms(task), task.transform in AUTHORS_DBSCAN_VIEWS
+        )
     # CDF-TS-kNN: the transform's k-NN estimator k (the task's view parameter) and the detector's k
     # are searched independently over the same grid {5%n, ..., 50%n}; the paper ties neither to
     # the other (its table lists kNN's k and CDF-TS's own parameter separately).  The best with
@@ -283,7 +306,9 @@ def _train_test(task: Task, X: np.ndarray, y: np.ndarray, records: dict[str, dic
         rec["train_score"] = float(s)
         rec["train_params"] = p
         if task.spec.task == "clustering":
-            labels = run_clustering(alg, view_te.D, p, len(np.unique(y[te])))
+            labels = run_clustering(
+                alg, view_te.D, p, len(np.unique(y[te])), task.transform in AUTHORS_DBSCAN_VIEWS
+            )
             rec["test_score"] = f_measure(y[te], labels)
         else:
             p_te = dict(p)

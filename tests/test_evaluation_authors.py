@@ -1,0 +1,211 @@
+"""The baselines ported from their authors' code (Mdbscan.m, Extreme_Clustering.m, LGD.m) on
+small cases worked out by hand (the working is in the comments)."""
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.metrics import adjusted_rand_score
+
+from cdfts_dask.evaluation.dbscan import DBSCANSweep, dbscan
+from cdfts_dask.evaluation.dp import density_all, neighbour_order
+from cdfts_dask.evaluation.ec import ExtremeClustering, extreme_clustering, remove_small_clusters
+from cdfts_dask.evaluation.lgd import cut_graph, knn_graph, lgd, local_gap_density
+from cdfts_dask.evaluation.mdbscan import dbscan_matrix, dbscan_matrix_counts
+from cdfts_dask.evaluation.representations import make_view
+from cdfts_dask.oracle import pairwise_distances
+from tests.conftest import DATA, load_csv
+
+F = 0.9  # "far": beyond eps = 0.5 below
+
+# Row i is i's view.  With eps = 0.5 and minpts = 2 (i itself counts):
+#   N(0) = {0}      N(1) = {0, 1}   N(2) = {1, 2}
+#   N(3) = {3}      N(4) = {4, 5}   N(5) = {3, 5}
+QUIRK = np.array(
+    [
+        [0.0, F, F, F, F, F],
+        [0.1, 0.0, F, F, F, F],
+        [F, 0.2, 0.0, F, F, F],
+        [F, F, F, 0.0, F, F],
+        [F, F, F, F, 0.0, 0.3],
+        [F, F, F, 0.4, F, 0.0],
+    ]
+)
+
+
+def test_mdbscan_hand_worked_asymmetric_quirks():
+    # i=0: |N(0)| = 1 -> noise, touched.
+    # i=1: core -> cluster A labels N(1) = {0, 1} (0 taken back from noise: it is in the starting
+    #      row); walking 0 (not core) and 1 (core, N(1) all touched) adds nothing.
+    # i=2: untouched core -> cluster B labels N(2) = {1, 2}: core point 1 is taken over from A.
+    # i=3: |N(3)| = 1 -> noise, touched.
+    # i=4: core -> cluster C labels {4, 5}; walking core 5 finds 3 already touched: 3 stays noise.
+    labels = dbscan_matrix(QUIRK, 0.5, 2)
+    assert labels.tolist() == [0, 1, 1, -1, 2, 2]
+    # scikit-learn keeps 1 in A and reaches 3 from core 5: A = {0, 1}, {2}, {3, 4, 5}
+    assert adjusted_rand_score(dbscan(QUIRK, 0.5, 2), [0, 0, 1, 2, 2, 2]) == 1.0
+    # the sweep links cores 1 and 2 (2 sees 1): {0, 1, 2}, {3, 4, 5}
+    assert adjusted_rand_score(DBSCANSweep(QUIRK, 2).labels(0.5), [0, 0, 0, 1, 1, 1]) == 1.0
+
+
+def test_mdbscan_reads_rows_not_columns():
+    # D.T: N(0) = {0, 1}, N(1) = {1, 2}, N(2) = {2}, N(3) = {3, 5}, N(4) = {4}, N(5) = {4, 5}.
+    # i=0 core: A labels {0, 1}; walking 0 adds nothing new, walking core 1 adds 2 -> A = {0, 1, 2}.
+    # i=3 core: B labels {3, 5}; walking core 5 adds 4 -> B = {3, 4, 5}.
+    assert dbscan_matrix(QUIRK.T.copy(), 0.5, 2).tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_mdbscan_minpts_and_eps_edges():
+    # minpts = 3: no row has 3 points within 0.5 -> everything is noise
+    assert dbscan_matrix(QUIRK, 0.5, 3).tolist() == [-1] * 6
+    # eps = 0.1 (D <= eps): only row 1 has two points -> one cluster {0, 1}; 0 was marked noise
+    # at i=0 and is taken by 1's starting row
+    assert dbscan_matrix(QUIRK, 0.1, 2).tolist() == [0, 0, -1, -1, -1, -1]
+    # eps = 1: every row sees everything -> one cluster started, no noise, all core: final
+    nbr = neighbour_order(QUIRK)
+    labels, final = dbscan_matrix_counts(nbr, np.full(6, 6), 2)
+    assert labels.tolist() == [0] * 6 and final
+    labels, final = dbscan_matrix_counts(nbr, density_all(QUIRK, [0.5])[:, 0], 2)
+    assert labels.tolist() == [0, 1, 1, -1, 2, 2] and not final
+    with pytest.raises(ValueError, match="minpts"):
+        dbscan_matrix(QUIRK, 0.5, 0)
+    with pytest.raises(ValueError, match="square"):
+        dbscan_matrix(QUIRK[:3], 0.5, 2)
+
+
+def test_mdbscan_on_a_symmetric_matrix_is_textbook_dbscan_up_to_borders():
+    X, _ = load_csv(DATA / "3L.csv")
+    D = make_view(X[::4], "original").D
+    for minpts in (3, 6):
+        for eps in (0.03, 0.06, 0.12):
+            ours, ref = dbscan_matrix(D, eps, minpts), dbscan(D, eps, minpts)
+            core = np.count_nonzero(D <= eps, axis=1) >= minpts
+            assert np.array_equal(ours == -1, ref == -1)
+            assert adjusted_rand_score(ours[core], ref[core]) == 1.0
+
+
+# ------------------------------------------------------------------------------------------ EC
+
+# 1-D points 0, 1, 2, 3, 10, 11, 12, 30 (indices 0..7); density radius r = 1.5:
+# density = 1 + |{j : |x_i - x_j| < 1.5}| = [3, 4, 4, 3, 3, 4, 3, 2]
+LINE = np.array([0.0, 1, 2, 3, 10, 11, 12, 30])[:, None]
+
+
+def test_ec_hand_worked_line():
+    D = pairwise_distances(LINE)
+    ec = ExtremeClustering(D, radius=1.5)
+    assert ec.density.tolist() == [3, 4, 4, 3, 3, 4, 3, 2]
+    # nearest strictly denser point: 0->1, 3->2 (distance 1 ties with none denser), 4->5, 6->5, 7->6
+    assert ec.parent.tolist() == [1, -1, -1, 2, 5, -1, 5, 6]
+    # delta = 5: point 1 scans 0 (3), 2 (4, equal: marked), 3 (3), then 10 at 9 >= 5 -> extreme;
+    # 2 is skipped; 0, 3, 4, 6 meet a denser point within 5; 5 is extreme; 7 (30) meets 12 (denser)
+    # only at 18 >= 5 -> extreme.  Clusters {0,1,2,3}, {4,5,6}, {7}: sizes 4, 3, 1, mean 8/3, and
+    # 1 > 0.05 * 8/3, so no noise.
+    assert ec.labels(5.0).tolist() == [0, 0, 0, 0, 1, 1, 1, 2]
+    # delta = 20: 0 meets 1 (denser) first; 1 scans 0, 2 (equal: marked), 3, 10, 11 (equal:
+    # marked), 12 and stops at 30 (29 >= 20) -> extreme; 3, 4, 6 meet a denser point first; 7 meets
+    # 12 (denser) at 18 < 20.  One extreme point: one cluster.
+    assert extreme_clustering(D, 20.0, radius=1.5).tolist() == [0] * 8
+
+
+def test_ec_noise_step_follows_the_matlab_rule():
+    # sizes 30, 29, 1: mean 20 and 1 <= 0.05 * 20 -> noise (the Python version's "<" would keep it)
+    label = np.r_[np.ones(30), np.full(29, 2), [3]].astype(np.int64)
+    out = remove_small_clusters(label, 3)
+    assert out.tolist() == [0] * 30 + [1] * 29 + [-1]
+    # sizes 30, 30, 1: the small one is still noise; an empty cluster counts in the mean
+    label = np.r_[np.ones(4), np.full(4, 3), [2]].astype(np.int64)
+    assert remove_small_clusters(label, 3).tolist() == [0] * 4 + [2] * 4 + [1]
+
+
+def test_ec_default_density_radius_and_noise_on_blobs():
+    # two runs of 30 points (step 0.1) and one point far away: with radius 0.15 the interior
+    # points have density 4, run ends 3, the far point 2; the far point is an extreme point
+    # alone (size 1 <= 0.05 * mean(30, 30, 1)) -> noise
+    X = np.r_[np.arange(30) * 0.1, 10 + np.arange(30) * 0.1, [50.0]][:, None]
+    D = pairwise_distances(X)
+    labels = extreme_clustering(D, 5.0, radius=0.15)
+    assert labels.tolist() == [0] * 30 + [1] * 30 + [-1]
+    # default radius: mean over points of the floor(0.02 * 61) = 1st sorted distance (0, the point
+    # itself) -> every density is 1
+    assert ExtremeClustering(D).radius == 0.0 and set(ExtremeClustering(D).density) == {1}
+    with pytest.raises(ValueError, match="n >= 50"):
+        ExtremeClustering(D[:40, :40])
+
+
+# ----------------------------------------------------------------------------------------- LGD
+
+# 1-D points 0, 1, 2, 10, 12, 14 with k = 2 on squared distances.  k-NN (stable sort):
+# 0: 1, 2   1: 0, 2   2: 1, 0   3: 4, 5   4: 3, 5   5: 4, 3
+# edges 0-1: 1, 0-2: 4, 1-2: 1, 3-4: 4, 3-5: 16, 4-5: 4; every degree 2
+# LD = 4 / sum = [0.8, 2, 0.8, 0.2, 0.5, 0.2];  LGD = LD / max neighbour LD = [.4, 2.5, .4, .4, 2.5, .4]
+SIX = np.array([0.0, 1, 2, 10, 12, 14])[:, None]
+
+
+def test_lgd_hand_worked_gap_density_and_labels():
+    D = pairwise_distances(SIX)
+    W = knn_graph(D * D, 2, neighbour_order(D))
+    assert sorted(zip(*sparse.triu(W).nonzero(), sparse.triu(W).data, strict=True)) == [
+        (0, 1, 1.0),
+        (0, 2, 4.0),
+        (1, 2, 1.0),
+        (3, 4, 4.0),
+        (3, 5, 16.0),
+        (4, 5, 4.0),
+    ]
+    assert np.allclose(local_gap_density(W), [0.4, 2.5, 0.4, 0.4, 2.5, 0.4])
+    # tau = 0.5: cores 1 and 4, no core-core edge -> components {1}, {4}; every border point's
+    # nearest denser neighbour is 1 (for 0, 2) or 4 (for 3, 5)
+    assert lgd(D, 2, 0.5, 2).tolist() == [0, 0, 0, 1, 1, 1]
+    # c = 3 > 2 components: LGD.m stops with an error -> every point unclustered
+    assert lgd(D, 2, 0.5, 3).tolist() == [-1] * 6
+    # tau = 0.4: every point is core, components {0, 1, 2}, {3, 4, 5}
+    assert lgd(D, 2, 0.4, 2).tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_lgd_knn_graph_keeps_the_last_writer():
+    # asymmetric, k = 1: 0's nearest is 1 (writes 1), 1's is 0 (writes 3, the later write),
+    # 2's is 0 (writes 5)
+    D = np.array([[0.0, 1, 2], [3, 0, 4], [5, 6, 0]])
+    W = knn_graph(D, 1, neighbour_order(D)).toarray()
+    assert W.tolist() == [[0, 3, 5], [3, 0, 0], [5, 0, 0]]
+
+
+def test_lgd_cut_rule():
+    # edges 0-1: 3, 0-2: 2, 1-3: 5, 3-4: 4; cores 0, 1, 3.  Row 0 cuts >= 2 (its border edge to 2):
+    # 0-1 goes from row 0; row 3 cuts >= 4: 1-3 goes from row 3; row 1 has no border neighbour and
+    # keeps both, so both edges survive.
+    e = [(0, 1, 3.0), (0, 2, 2.0), (1, 3, 5.0), (3, 4, 4.0)]
+    a, b, w = map(np.array, zip(*e, strict=True))
+    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(6, 6))
+    core = np.array([True, True, False, True, False, False])
+    G = cut_graph(W, core)
+    assert sorted(zip(*sparse.triu(G).nonzero(), strict=True)) == [(0, 1), (1, 3)]
+    # give 1 a border neighbour 5 at weight 1: row 1 now cuts both, so neither edge survives
+    W2 = W + sparse.csr_matrix(([1.0, 1.0], ([1, 5], [5, 1])), shape=(6, 6))
+    assert cut_graph(W2.tocsr(), core).nnz == 0
+
+
+def test_ported_algorithms_recover_two_blobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.3, (60, 2)), rng.normal(5, 0.3, (40, 2))])
+    y = np.repeat([0, 1], [60, 40])
+    D = make_view(X, "original").D
+    assert adjusted_rand_score(y, lgd(D, 6, 0.5, 2)) == 1.0
+    assert adjusted_rand_score(y, extreme_clustering(D, 0.3)) == 1.0
+    assert adjusted_rand_score(y, dbscan_matrix(D, 0.1, 5)) == 1.0
+
+
+def test_authors_dbscan_search_equals_brute_force():
+    """Skipping eps with unchanged neighbourhoods and stopping at a final clustering loses nothing."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid, eps_grid
+    from cdfts_dask.evaluation.metrics import f_measure
+    from cdfts_dask.evaluation.protocol import search_clustering
+
+    X, y = load_csv(DATA / "3L.csv")
+    X, y = X[::4], y[::4]
+    D = make_view(X, "dscale", lam=0.2).D
+    grid = ClusteringGrid(dbscan_eps=tuple(eps_grid(0.01)), dbscan_minpts=(2, 5, 9))
+    brute = max(f_measure(y, dbscan_matrix(D, eps, m)) for m in grid.dbscan_minpts for eps in grid.dbscan_eps)
+    fast = search_clustering(D, y, grid, ["DBSCAN"], authors_dbscan=True)["DBSCAN"]
+    assert fast[0] == brute
+    assert f_measure(y, dbscan_matrix(D, fast[1]["eps"], fast[1]["minpts"])) == brute
