@@ -209,3 +209,25 @@ def test_authors_dbscan_search_equals_brute_force():
     fast = search_clustering(D, y, grid, ["DBSCAN"], authors_dbscan=True)["DBSCAN"]
     assert fast[0] == brute
     assert f_measure(y, dbscan_matrix(D, fast[1]["eps"], fast[1]["minpts"])) == brute
+
+
+def test_baseline_targets_count_only_data_version_good_datasets():
+    from cdfts_dask.evaluation.report import baseline_targets_lines, data_known_good
+
+    def row(ds, alg, view, diff):
+        return {"task": "clustering", "dataset": ds, "algorithm": alg, "transform": view, "diff": diff}
+
+    rows = [
+        row("good", "DBSCAN", "original", 0.01),
+        row("good", "DP", "original", -0.02),
+        row("good", "DBSCAN", "dscale", -0.05),  # a miss
+        row("good", "EC", "cdfts", 0.03),  # met (|diff| <= 0.03)
+        row("bad", "DBSCAN", "original", 0.01),
+        row("bad", "DP", "original", -0.2),  # the data version differs: not a target
+        row("bad", "EC", "cdfts", 0.5),
+    ]
+    assert data_known_good(rows) == {"good"}
+    text = "\n".join(baseline_targets_lines(rows))
+    assert "| DBSCAN | DS | 0 | 1 | good -0.050 |" in text
+    assert "| EC | CDF-TS | 1 | 1 | - |" in text
+    assert "Met: 1 of 2." in text

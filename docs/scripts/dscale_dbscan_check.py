@@ -12,6 +12,7 @@ for every clustering dataset, with
   is the same (``cdfts_dask.oracle.dscale_dense`` on the raw points, divided by its maximum).
 
     python docs/scripts/dscale_dbscan_check.py ../shared/datasets > docs/results/dscale_dbscan_check.md
+    python docs/scripts/dscale_dbscan_check.py ../shared/datasets wine ilpd   # only these datasets
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cdfts_dask.evaluation.representations import View, make_view, relative
 from cdfts_dask.oracle import dscale_dense
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
+ONLY = set(sys.argv[2:])
 grid = ClusteringGrid()
 VARIANTS = ("sweep", "Mdbscan", "Mdbscan, raw")
 
@@ -41,7 +43,7 @@ print("| data | paper | " + " | ".join(VARIANTS) + " | best lambda (Mdbscan) |")
 print("|---|---|" + "---|" * (len(VARIANTS) + 1))
 tic = time.perf_counter()
 for spec in shared_specs(ROOT):
-    if spec.task != "clustering":
+    if spec.task != "clustering" or (ONLY and spec.name not in ONLY):
         continue
     X, y = load_labelled(spec.path, spec.label)
     X, y = subsample(X, y, 2500)
