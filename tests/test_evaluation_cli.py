@@ -59,3 +59,30 @@ def test_plot_two_and_high_dimensional(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Warning" not in r.stderr  # -W error: any warning (e.g. scikit-learn's MDS FutureWarning) fails
     assert (tmp_path / "hd_mds.png").stat().st_size > 1000
+
+
+def test_evaluate_resume_runs_only_missing_tasks(tmp_path):
+    out = tmp_path / "res"
+    args = [
+        "evaluate",
+        "--data",
+        str(DATA / "3L.csv"),
+        "--eps-step",
+        "0.1",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+    ]
+    assert _cdfts(*args, "--quiet").returncode == 0
+    full = (out / "results.csv").read_text()
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 16 * 4  # 16 tasks (original + 3 views x 5 lambdas) x 4 algorithms
+    (out / "records.jsonl").write_text("\n".join(lines[:-6]) + "\n")  # the last task and half of another
+    r = _cdfts(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "2 tasks (14 resumed)" in r.stderr
+    assert (out / "results.csv").read_text() == full
+    (out / "records.jsonl").write_text(lines[0] + "\n{not json\n")
+    r = _cdfts(*args, "--resume")
+    assert r.returncode == 2 and "line 2 is not JSON" in r.stderr and "Traceback" not in r.stderr

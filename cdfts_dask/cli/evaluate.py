@@ -7,7 +7,8 @@ the train/test protocol, and returns one record per algorithm.  Writes
 ``OUT/*_traintest.md`` (with ``--train-test``), ``OUT/results.csv``,
 ``OUT/parameters.json``, ``OUT/targets.md`` (CDF-TS vs the paper, every
 difference > 0.03), ``OUT/records.json`` / ``records.jsonl`` and
-``OUT/runtime.txt``.
+``OUT/runtime.txt``.  ``--resume`` keeps the records already in ``OUT/records.jsonl`` (checked
+line by line) and runs only the tasks without them.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def register(sub) -> None:
         "other half; about 1.4x the run time); the paper's tables need only the best over the grid",
     )
     p.add_argument("--no-train-test", action="store_true", help=argparse.SUPPRESS)  # the default
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the records in OUT/records.jsonl and run only the tasks that have none "
+        "(an interrupted run continues; the tables cover old and new records)",
+    )
     p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
     p.add_argument("--workers", type=int, default=None, help="worker processes of the embedded LocalCluster")
     p.add_argument("--quiet", action="store_true", help="no per-task progress")
@@ -118,6 +125,46 @@ def _cost(task) -> float:
     return n * n * per_view
 
 
+def _expected_algorithms(task) -> set[str]:
+    from ..evaluation.protocol import _algorithms
+
+    return set(_algorithms(task))
+
+
+def _record_label(rec: dict) -> str:
+    p = "" if rec["tparam"] is None else f" {rec['tparam']}"
+    return f"{rec['task']}/{rec['dataset']} {rec['transform']}{p}"
+
+
+def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
+    """Records of ``path`` (records.jsonl) and the labels of the tasks they complete.
+
+    Every line must be a JSON record with the fields a task writes; a task counts as done only
+    when it has a record for each of its algorithms.  Records of tasks not in ``tasks`` are
+    dropped (another selection of datasets)."""
+    if not path.exists():
+        return [], set()
+    need = ("task", "dataset", "transform", "tparam", "algorithm", "score", "params", "n")
+    by_label: dict[str, dict[str, dict]] = {}
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {i} is not JSON ({exc.msg}); cannot resume") from None
+        if not isinstance(rec, dict) or any(k not in rec for k in need):
+            raise ValueError(
+                f"{path}: line {i} is not a task record (needs {', '.join(need)}); cannot resume"
+            )
+        by_label.setdefault(_record_label(rec), {})[rec["algorithm"]] = rec
+    records, done = [], set()
+    for t in tasks:
+        have = by_label.get(t.label, {})
+        if set(have) >= _expected_algorithms(t):
+            done.add(t.label)
+            records.extend(have[a] for a in sorted(_expected_algorithms(t)))
+    return records, done
+
+
 def run(args) -> int:
     from ..dask_client import dask_client
     from ..evaluation import report
@@ -129,12 +176,24 @@ def run(args) -> int:
     tasks.sort(key=lambda t: -_cost(t))  # longest first: the 2 workers finish together
     tic = time.perf_counter()
     records: list[dict] = []
-    (out / "records.jsonl").unlink(missing_ok=True)
+    resumed: set[str] = set()
+    if args.resume:
+        records, resumed = load_done(out / "records.jsonl", tasks)
+        tmp = out / "records.jsonl.tmp"
+        tmp.write_text("".join(json.dumps(r, default=float) + "\n" for r in records))
+        tmp.replace(out / "records.jsonl")
+    else:
+        (out / "records.jsonl").unlink(missing_ok=True)
+    tasks = [t for t in tasks if t.label not in resumed]
     from distributed import as_completed
 
     with dask_client(args.scheduler, args.workers) as client:
         if not args.quiet:
-            print(f"{len(tasks)} tasks on {len(client.scheduler_info()['workers'])} workers", file=sys.stderr)
+            print(
+                f"{len(tasks)} tasks ({len(resumed)} resumed) on "
+                f"{len(client.scheduler_info()['workers'])} workers",
+                file=sys.stderr,
+            )
         futures = {client.submit(run_task, t, pure=False): t for t in tasks}
         for done, fut in enumerate(as_completed(futures), 1):
             recs = fut.result()
@@ -161,7 +220,8 @@ def run(args) -> int:
             if any("test_score" in r for r in rows if r["task"] == task):
                 _write(out / f"{task}_traintest.md", report.markdown_table(rows, task, "test_score", False))
     _write(out / "targets.md", report.targets_markdown(rows))
-    _write(out / "runtime.txt", f"{elapsed:.1f} s for {len(tasks)} tasks\n")
+    resumed_note = f" ({len(resumed)} more resumed from records.jsonl)" if resumed else ""
+    _write(out / "runtime.txt", f"{elapsed:.1f} s for {len(tasks)} tasks{resumed_note}\n")
     if not args.quiet:
         print(f"done in {elapsed:.1f} s; wrote {out}/", file=sys.stderr)
         for task in ("clustering", "anomaly"):
