@@ -21,11 +21,11 @@ def check_numeric_dtype(dtype, name: str = "X") -> None:
         raise TypeError(f"{name} must be numeric, got dtype {dtype}")
 
 
-def check_points(X, name: str = "X") -> np.ndarray:
-    """Return ``X`` as a C-contiguous float64 array of shape (n, d), n >= 2, d >= 1.
+def check_points(X, name: str = "X", min_rows: int = 2) -> np.ndarray:
+    """Return ``X`` as a C-contiguous float64 array of shape (n, d), n >= min_rows, d >= 1.
 
-    Rejects non-numeric data, NaN / inf, wrong rank, fewer than two rows and
-    zero columns.
+    Rejects non-numeric data, NaN / inf, wrong rank, fewer than ``min_rows``
+    rows (a fit needs two; a fitted model transforms one) and zero columns.
     """
     if hasattr(X, "dtype"):
         check_numeric_dtype(X.dtype, name)
@@ -33,7 +33,7 @@ def check_points(X, name: str = "X") -> np.ndarray:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a numeric array: {exc}") from None
-    check_shape(arr.shape, name)
+    check_shape(arr.shape, name, min_rows)
     if not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
@@ -42,15 +42,16 @@ def check_points(X, name: str = "X") -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def check_shape(shape: tuple, name: str = "X") -> tuple[int, int]:
+def check_shape(shape: tuple, name: str = "X", min_rows: int = 2) -> tuple[int, int]:
     """Validate the shape of a point array without reading its values."""
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-dimensional (n points x d attributes), got shape {shape}")
     n, d = shape
     if d == 0:
         raise ValueError(f"{name} has zero columns (shape {shape}); need d >= 1")
-    if n < 2:
-        raise ValueError(f"{name} has {n} row(s) (shape {shape}); CDF-TS needs n >= 2 points")
+    if n < min_rows:
+        need = "CDF-TS needs n >= 2 points" if min_rows == 2 else f"need at least {min_rows}"
+        raise ValueError(f"{name} has {n} row(s) (shape {shape}); {need}")
     return int(n), int(d)
 
 

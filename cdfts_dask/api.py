@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import _validation as v
-from . import oracle, runner
+from . import model, oracle, runner, sampling
 from .dask_client import dask_client, outlives_the_run
 from .inputs import is_path, load_points
-from .lazy import lazy_input
+from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
 from .params import RunParams
@@ -37,6 +37,8 @@ def cdf_ts(
     dtype: str = "float64",
     backend: str = "cpu",
     verbose: bool = False,
+    n_references: int | None = None,
+    random_state=None,
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -61,7 +63,8 @@ def cdf_ts(
     client : ``distributed.Client``, scheduler address, or None: the session's default client
         when one is open, else an embedded ``LocalCluster`` of ``n_workers`` processes
     tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
-    checkpoint : Zarr store path; every complete iteration is written there
+    checkpoint : Zarr store path; every complete iteration is written there (a completed
+        store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
     output : Zarr path to write the result to (returned opened read-only)
     progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
@@ -75,65 +78,147 @@ def cdf_ts(
     verbose : print the messages of the ``cdfts_dask`` logger (start line, one line per
         iteration, the end) on stderr; without it they go only where the application's
         ``logging`` configuration sends them
+    n_references : sampled fit: fit on this many points drawn uniformly without replacement
+        (``random_state``), then transform all n points with the fitted run, O(n s T) work
+        (DESIGN.md section 5; k-NN uses ``k_s = max(1, round(k s / n))``).  None or >= n: exact.
+    random_state : seed of the draw (int, ``numpy.random.RandomState`` or None)
 
     Returns
     -------
     numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks) for a dask array in;
-    or a read-only ``zarr.Array`` when ``output`` is given.
+    or a read-only ``zarr.Array`` when ``output`` is given.  With ``n_references < n`` the
+    points that were not drawn may lie slightly outside [0, 1].
     """
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
+    model.check_not_the_input(output, X)
     with verbosity(verbose):
-        return _cdf_ts(
-            X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
-            n_workers, progress, return_info, dtype, backend,
+        fit = FitSpec.check(
+            X, lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k, method=method,
+            client=client, tile_size=tile_size, checkpoint=checkpoint, resume=resume, n_workers=n_workers,
+            progress=progress, dtype=dtype, backend=backend, n_references=n_references,
+            random_state=random_state,
         )  # fmt: skip
+        if not fit.sampled:
+            out, result = fit_exact(fit, output=output)
+        else:
+            result = fit_sample(fit)
+            out = transform_input(result.model, fit, output)
+            result.X = out
+        return (out, result) if return_info else out
 
 
-def _cdf_ts(
-    X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
-    n_workers, progress, return_info, dtype, backend,
-):  # fmt: skip
-    params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
-    if not isinstance(resume, bool):
-        raise TypeError(f"resume must be True or False, got {resume!r}")
-    if resume and checkpoint is None:
-        raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
-    if not (progress is None or isinstance(progress, bool) or callable(progress)):
-        raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
-    lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
-    points = load_points(X) if lazy is None else None
-    n, d = points.shape if lazy is None else lazy.shape
-    p = params.for_points(n, client)
-    lam, estimator, dtype, backend = p.lam, p.estimator, p.dtype, p.backend
+@dataclass
+class FitSpec:
+    """Validated input and parameters of one fit (shared by :func:`cdf_ts` and :class:`CDFTS`)."""
+
+    points: np.ndarray | None  # in-memory input, or None when ``lazy`` holds it
+    lazy: LazyInput | None  # Zarr / dask input, read by the workers
+    n: int
+    d: int
+    params: RunParams  # as given (``for_points`` resolves k and "auto" for the points fitted)
+    client: object
+    checkpoint: str | None
+    resume: bool
+    progress: object
+    n_references: int | None
+    random_state: object
+
+    @property
+    def sampled(self) -> bool:
+        return self.n_references is not None and self.n_references < self.n
+
+    @classmethod
+    def check(cls, X, *, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume,
+              n_workers, progress, dtype, backend, n_references, random_state) -> FitSpec:  # fmt: skip
+        """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input)."""
+        params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
+        n_references = sampling.check_n_references(n_references)
+        if not isinstance(resume, bool):
+            raise TypeError(f"resume must be True or False, got {resume!r}")
+        if resume and checkpoint is None:
+            raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
+        if not (progress is None or isinstance(progress, bool) or callable(progress)):
+            raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
+        lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
+        points = load_points(X) if lazy is None else None
+        n, d = points.shape if lazy is None else lazy.shape
+        params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
+        return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
+                   resume, progress, n_references, random_state)  # fmt: skip
+
+
+def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
+    """CDF-TS on all n points: ``(result, RunResult)`` (NumPy; Zarr with ``output``; dask for dask in)."""
+    p = fit.params.for_points(fit.n, fit.client)
     args = dict(
-        shape=(n, d),
-        lam=lam,
+        shape=(fit.n, fit.d),
+        lam=p.lam,
         delta=p.delta,
         max_iter=p.max_iter,
-        estimator=estimator,
+        estimator=p.estimator,
         k=p.k,
-        checkpoint=None if checkpoint is None else str(checkpoint),
-        resume=resume,
-        progress=progress if callable(progress) else None,
-        progress_bar=progress is True,
-        dtype=dtype,
+        checkpoint=fit.checkpoint,
+        resume=fit.resume,
+        progress=fit.progress if callable(fit.progress) else None,
+        progress_bar=fit.progress is True,
+        dtype=p.dtype,
+        keep_model=keep_model,
     )
-    where = f"CDF-TS of n = {n} points, d = {d} (lambda = {lam}, {estimator} estimator)"
+    where = f"CDF-TS of n = {fit.n} points, d = {fit.d} (lambda = {p.lam}, {p.estimator} estimator)"
     if p.method == "dense":
         logger.info("%s: dense NumPy oracle in this process", where)
-        points = lazy.load() if points is None else points
+        points = fit.lazy.load() if fit.points is None else fit.points
         dense = runner.DenseMethod()
-        return _finish(dense, runner.run(dense, points, **args), output, return_info, lazy, False)
-    with dask_client(client, p.n_workers, gpu=backend == "cuda") as c:
+        return _finish(dense, runner.run(dense, points, **args), output, fit.lazy, False)
+    with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda") as c:
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
-            logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
-        if backend == "cpu":
+            logger.info("%s: tiled engine, %s %s, %s", where, p.backend, p.dtype, describe_client(c))
+        if p.backend == "cpu":
             _say_if_compiling(c)
-        tiled = runner.TiledMethod(c, p.tile_size, dtype=dtype, device=backend)
-        handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
+        tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
+        # workers read lazy input
+        handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
         result = runner.run(tiled, handle, **args)
-        return _finish(tiled, result, output, return_info, lazy, outlives_the_run(c))
+        return _finish(tiled, result, output, fit.lazy, outlives_the_run(c))
+
+
+def fit_sample(fit: FitSpec) -> runner.RunResult:
+    """Fit on ``n_references`` points drawn uniformly without replacement; the result holds the model.
+
+    ``result.X`` is the drawn points' output (NumPy), ``result.sample_indices`` their rows.
+    """
+    s = fit.n_references
+    source = fit.points if fit.lazy is None else fit.lazy.array
+    idx, F = sampling.draw_references(source, fit.n, s, fit.random_state)
+    logger.info("sampled fit: %d of %d points drawn as references", s, fit.n)
+    k_s = sampling.sampled_k(fit.params.k, s, fit.n)
+    on_sample = replace(fit, points=F, lazy=None, n=s, params=replace(fit.params, k=k_s), n_references=None)
+    out, result = fit_exact(on_sample, keep_model=True)
+    result.X, result.sample_indices = out, idx
+    return result
+
+
+def transform_input(model_, fit: FitSpec, output=None):
+    """The fitted model applied to all of the fit's input: Zarr at ``output`` (chunk-wise on the
+    cluster), a lazy dask array for a dask array in, else NumPy."""
+    if output is not None:
+        source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
+        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers)
+    if fit.lazy is not None and fit.lazy.is_dask:
+        return model.transform_dask(model_, fit.lazy.array)
+    if fit.lazy is None and fit.client is None:
+        return model.transform_numpy(model_, fit.points)  # threads of this process
+    source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
+    with dask_client(fit.client, fit.params.n_workers) as c:
+        return c.compute(model.transform_dask(model_, source)).result()
+
+
+def da_from_numpy(points: np.ndarray):
+    """An in-memory array as a dask array of row chunks."""
+    import dask.array as da
+
+    return da.from_array(points, chunks=(model.NUMPY_ROW_CHUNK, -1))
 
 
 def _say_if_compiling(client) -> None:
@@ -146,9 +231,10 @@ def _say_if_compiling(client) -> None:
         logger.info("compiling the numba kernels, first run only (cached on disk for later runs)")
 
 
-def _finish(method, result: runner.RunResult, output, return_info: bool, lazy, on_cluster: bool):
+def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
     """The result as the caller expects it: Zarr when ``output`` is given; for a dask array in, a
-    dask array (backed by the result on the workers when the cluster outlives this call); else NumPy."""
+    dask array (backed by the result on the workers when the cluster outlives this call); else NumPy.
+    Returns ``(result, RunResult)``."""
     if output is not None:
         import zarr
 
@@ -160,86 +246,7 @@ def _finish(method, result: runner.RunResult, output, return_info: bool, lazy, o
     else:
         out = method.fetch(result.X)
     result.X = out
-    return (out, result) if return_info else out
-
-
-class CDFTS:
-    """CDF Transform-and-Shift as a scikit-learn style transformer.
-
-    Parameters are those of :func:`cdf_ts`.  After :meth:`fit`:
-
-    * ``embedding_``: the transformed points (n x d, in [0, 1]^d);
-    * ``n_iter_``: iterations run; ``deltas_``: Delta after each iteration;
-    * ``converged_``: whether Delta fell to ``delta`` before ``max_iter``;
-    * ``n_features_in_``.
-    """
-
-    def __init__(
-        self,
-        lam: float = 0.1,
-        delta: float = 0.015,
-        max_iter: int = 100,
-        estimator: str = "epsilon",
-        k: int | None = None,
-        method: str = "auto",
-        client=None,
-        tile_size: int | None = None,
-        checkpoint=None,
-        resume: bool = False,
-        n_workers: int | None = None,
-        dtype: str = "float64",
-        backend: str = "cpu",
-        verbose: bool = False,
-        progress: bool | Callable[[runner.IterationReport], None] | None = None,
-    ):
-        self.lam = lam
-        self.delta = delta
-        self.max_iter = max_iter
-        self.estimator = estimator
-        self.k = k
-        self.method = method
-        self.client = client
-        self.tile_size = tile_size
-        self.checkpoint = checkpoint
-        self.resume = resume
-        self.n_workers = n_workers
-        self.dtype = dtype
-        self.backend = backend
-        self.verbose = verbose
-        self.progress = progress
-
-    @classmethod
-    def _get_param_names(cls) -> list[str]:
-        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params) -> CDFTS:
-        valid = self._get_param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"Invalid parameter {key!r} for estimator CDFTS; valid parameters: {valid}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if defaults[k].default != v]
-        return f"CDFTS({', '.join(changed)})"
-
-    def fit(self, X, y=None) -> CDFTS:
-        """Transform X and keep the result in ``embedding_`` (y is ignored)."""
-        emb, info = cdf_ts(X, return_info=True, **self.get_params())
-        self.embedding_ = emb
-        self.deltas_ = list(info.deltas)
-        self.n_iter_ = info.n_iter
-        self.converged_ = info.converged
-        self.n_features_in_ = emb.shape[1]
-        return self
-
-    def fit_transform(self, X, y=None) -> np.ndarray:
-        return self.fit(X, y).embedding_
+    return out, result
 
 
 def _prepared(X, lam) -> np.ndarray:
@@ -272,5 +279,7 @@ def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
     psi = v.check_positive_int(psi, "psi", allow_none=False)
     return oracle.rescale_dense(Xn, lam, psi)
 
+
+from .estimator import CDFTS  # noqa: E402  (the estimator is built on the functions above)
 
 __all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path"]

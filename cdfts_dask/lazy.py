@@ -83,7 +83,7 @@ def is_zarr_path(X) -> bool:
     return path.suffix.lower() == ".zarr" or path.is_dir()
 
 
-def lazy_input(X, name: str = "X") -> LazyInput | None:
+def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
     """A :class:`LazyInput` for a Zarr path or a dask array (metadata checked here), else None."""
     import dask.array as da
 
@@ -91,10 +91,10 @@ def lazy_input(X, name: str = "X") -> LazyInput | None:
         path = Path(X)
         node = open_zarr_array(path, name)
         check_numeric_dtype(node.dtype, name)
-        check_shape(tuple(node.shape), name)
+        check_shape(tuple(node.shape), name, min_rows)
         return LazyInput(da.from_zarr(str(path)), name)
     if isinstance(X, da.Array):
         check_numeric_dtype(X.dtype, name)
-        check_shape(tuple(X.shape), name)
+        check_shape(tuple(X.shape), name, min_rows)
         return LazyInput(X, name, is_dask=True)
     return None

@@ -21,11 +21,24 @@ def minmax_normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """
     lo = X.min(axis=0)
     hi = X.max(axis=0)
+    Z = apply_range(X, lo, hi)
+    with np.errstate(over="ignore"):
+        wide = not np.all(np.isfinite(hi - lo))
+    return (np.clip(Z, 0.0, 1.0) if wide else Z), lo, hi
+
+
+def apply_range(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``(X - lo) / span(lo, hi)`` for a given column range (a fitted model's normalisation).
+
+    Points outside ``[lo, hi]`` map outside [0, 1]; a constant column maps to
+    ``X - lo``.  Columns whose range overflows float64 use halved units, as in
+    :func:`minmax_normalise`.
+    """
     with np.errstate(over="ignore"):
         span = hi - lo
     if np.all(np.isfinite(span)):
-        return (X - lo) / column_span(lo, hi), lo, hi
+        return (X - lo) / column_span(lo, hi)
     wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
     scale = np.where(wide, 0.5, 1.0)
     lo_s, hi_s = lo * scale, hi * scale
-    return np.clip((X * scale - lo_s) / column_span(lo_s, hi_s), 0.0, 1.0), lo, hi
+    return (X * scale - lo_s) / column_span(lo_s, hi_s)

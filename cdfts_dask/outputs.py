@@ -71,3 +71,10 @@ def _write_error(exc: OSError, directory: Path) -> str:
     if full and exc.errno != errno.ENOSPC:
         reason += " (no space left on device)"
     return reason
+
+
+def label_name(label, header) -> str:
+    """Header of the passed-through label column: the ``--label`` name if it named a column, else "label"."""
+    if header is not None and isinstance(label, str) and not label.lstrip("-").isdigit():
+        return label
+    return "label"

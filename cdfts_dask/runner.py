@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import model as fitted
 from . import oracle, store
 from .engine import Step, TiledEngine
 from .log import logger
@@ -35,6 +36,8 @@ class RunResult:
     deltas: list[float] = field(default_factory=list)
     converged: bool = False
     resumed_from: int | None = None
+    model: fitted.CDFTSModel | None = None  # with ``keep_model=True``: the run as a model
+    sample_indices: np.ndarray | None = None  # sampled fit: the rows drawn as references
 
     @property
     def n_iter(self) -> int:
@@ -50,6 +53,13 @@ class DenseMethod:
     def normalise(self, X):
         return minmax_normalise(X)[0]
 
+    def input_range(self, X) -> tuple[np.ndarray, np.ndarray]:
+        return column_range(X)
+
+    def fetch_step(self, X, info: Step) -> tuple[np.ndarray, dict]:
+        """The iteration's references (its starting positions) and statistics, here."""
+        return X, info.statistics
+
     def fingerprint(self, X) -> str:
         return store.fingerprint(X)
 
@@ -59,8 +69,8 @@ class DenseMethod:
     def save(self, path, t, info: Step, seconds: float) -> None:
         store.Checkpoint(path).write_iteration(t, info.X, info.statistics, _iteration_attrs(info, seconds))
 
-    def create_store(self, path, params, fp, X0) -> None:
-        store.Checkpoint.create(path, params, fp, X0)
+    def create_store(self, path, params, fp, X0, input_range=None) -> None:
+        store.Checkpoint.create(path, params, fp, X0, input_range)
 
     def load_positions(self, path, t):
         return store.Checkpoint(path).positions(t)
@@ -84,8 +94,13 @@ def _write_output_on_worker(to_host, path, X, attrs):
     store.write_output_zarr(path, to_host(X), attrs)
 
 
-def _create_on_worker(path, params, fp, X0):
-    store.Checkpoint.create(path, params, fp, X0)
+def _create_on_worker(path, params, fp, X0, input_range=None):
+    store.Checkpoint.create(path, params, fp, X0, input_range)
+
+
+def column_range(X) -> tuple[np.ndarray, np.ndarray]:
+    """Column minima and maxima of the raw input (``lo_0, hi_0`` of a model; host NumPy input)."""
+    return np.asarray(X.min(axis=0)), np.asarray(X.max(axis=0))
 
 
 def _positions_on_worker(path, t):
@@ -115,6 +130,14 @@ class TiledMethod:
             return self.engine.put(minmax_normalise(X)[0])
         return self.client.submit(_normalise_on_worker, X)
 
+    def input_range(self, X) -> tuple[np.ndarray, np.ndarray]:
+        return self.client.submit(column_range, X).result()
+
+    def fetch_step(self, X, info: Step) -> tuple[np.ndarray, dict]:
+        ((name, stats),) = info.statistics.items()
+        refs, stats = self.client.gather([self.client.submit(self.to_host, a) for a in (X, stats)])
+        return refs, {name: stats}
+
     def fingerprint(self, X) -> str:
         if isinstance(X, np.ndarray):
             return store.fingerprint(X)
@@ -133,8 +156,8 @@ class TiledMethod:
         ((name, stats),) = info.statistics.items()
         self.client.submit(_save_on_worker, self.to_host, path, t, info.X, name, stats, attrs).result()
 
-    def create_store(self, path, params, fp, X0) -> None:
-        self.client.submit(_create_on_worker, path, params, fp, X0).result()
+    def create_store(self, path, params, fp, X0, input_range=None) -> None:
+        self.client.submit(_create_on_worker, path, params, fp, X0, input_range).result()
 
     def load_positions(self, path, t):
         return self.client.submit(_positions_on_worker, path, t)
@@ -177,6 +200,7 @@ def run(
     progress: Callable[[IterationReport], None] | None = None,
     dtype: str = "float64",
     progress_bar: bool = False,
+    keep_model: bool = False,
 ) -> RunResult:
     """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
 
@@ -186,6 +210,9 @@ def run(
     iteration of an existing store (which must match input and parameters).
     Every iteration is logged (INFO, the ``cdfts_dask`` logger); ``progress_bar``
     shows the tasks of each iteration of the tiled engine as they finish.
+    ``keep_model``: also return the run as a :class:`~cdfts_dask.model.CDFTSModel`
+    in ``result.model`` (read back from the checkpoint when there is one, else
+    each iteration's references and statistics are fetched as it finishes).
     """
     n = shape[0]
     params = {
@@ -214,12 +241,16 @@ def run(
         start = done + 1
         if result.deltas and (result.deltas[-1] <= delta or done >= max_iter):
             result.X, result.converged = Xt, result.deltas[-1] <= delta
+            if keep_model:
+                result.model = fitted.load(checkpoint)
             return result
     else:
+        input_range = method.input_range(X) if (checkpoint is not None or keep_model) else None
         Xt = method.normalise(X)
         if checkpoint is not None:
-            method.create_store(checkpoint, params, fp, Xt)
+            method.create_store(checkpoint, params, fp, Xt, input_range)
     run_tic = time.perf_counter()
+    iterations = []
     for t in range(start, max_iter + 1):
         tic = time.perf_counter()
         watch = panel_progress(f"iteration {t}") if progress_bar else None
@@ -227,6 +258,9 @@ def run(
         seconds = time.perf_counter() - tic
         if checkpoint is not None:
             method.save(checkpoint, t, info, seconds)
+        elif keep_model:
+            refs, stats = method.fetch_step(Xt, info)
+            iterations.append(fitted.iteration_of(refs, stats, info.m, info.lo, info.hi, lam, k, dtype))
         Xt = info.X
         result.deltas.append(info.delta)
         report = IterationReport(t, info.delta, seconds, n)
@@ -245,5 +279,11 @@ def run(
     )  # fmt: skip
     if checkpoint is not None:
         store.Checkpoint(checkpoint).finish("converged" if result.converged else "max_iter")
+    if keep_model:
+        result.model = (
+            fitted.load(checkpoint)
+            if checkpoint is not None
+            else fitted.CDFTSModel(*input_range, iterations, lam, estimator, k, dtype)
+        )
     result.X = Xt
     return result

@@ -2,9 +2,10 @@
 
 Layout of a checkpoint store (a Zarr v3 group)::
 
-    attrs: format, params (lam, estimator, k, dtype), fingerprint, shape,
+    attrs: format, format_version, params (lam, estimator, k, dtype), fingerprint, shape,
            completed (index of the last complete iteration), deltas, status
     iterations/00000/X          the min-max normalised input
+    iterations/00000 attrs:     lo, hi (column range of the raw input; format_version >= 2)
     iterations/<t>/X            positions after iteration t (normalised)
     iterations/<t>/counts       epsilon estimator: c(z) of iteration t
     iterations/<t>/radius       k-NN estimator: lam_k(z) (units of m)
@@ -14,6 +15,10 @@ An iteration is *complete* once the root attribute ``completed`` names it:
 that attribute is written last, and Zarr writes it atomically (temporary
 file, then rename).  Anything beyond ``completed`` is a half-written
 iteration and is discarded on resume.
+
+A store whose ``status`` is in :data:`COMPLETE_STATUSES` is a fitted model
+(:func:`cdfts_dask.model.load`): iteration t's references are the positions
+of iteration t - 1, with iteration t's statistics, m, lo and hi.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ import numpy as np
 import zarr
 
 FORMAT = "cdfts-dask/1"
+#: 2: iteration 0 keeps the raw input's column range, so a completed run is a model
+FORMAT_VERSION = 2
+#: ``status`` of a run that finished (converged, or stopped at max_iter)
+COMPLETE_STATUSES = ("converged", "max_iter")
 #: parameters that change the trajectory; a store made with others is refused
 TRAJECTORY_PARAMS = ("lam", "estimator", "k", "dtype")
 
@@ -66,12 +75,13 @@ class Checkpoint:
 
     # -- creation and resume -------------------------------------------------
     @classmethod
-    def create(cls, path, params: dict, fp: str, X0: np.ndarray) -> Checkpoint:
-        """Start a new store holding the normalised input as iteration 0."""
+    def create(cls, path, params: dict, fp: str, X0: np.ndarray, input_range=None) -> Checkpoint:
+        """Start a new store holding the normalised input as iteration 0 (and the raw input's range)."""
         ckpt = cls(path)
         ckpt.group.attrs.update(
             {
                 "format": FORMAT,
+                "format_version": FORMAT_VERSION,
                 "params": params,
                 "fingerprint": fp,
                 "shape": list(X0.shape),
@@ -80,7 +90,8 @@ class Checkpoint:
                 "status": "running",
             }
         )
-        ckpt.write_iteration(0, X0, {}, {})
+        lo_hi = {} if input_range is None else {"lo": input_range[0], "hi": input_range[1]}
+        ckpt.write_iteration(0, X0, {}, lo_hi)
         return ckpt
 
     @staticmethod
@@ -170,13 +181,40 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     The array is written under a temporary sibling name and renamed into
     place; an existing output is replaced only once the new one is complete.
     """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
-    try:
+
+    def write(tmp: Path) -> None:
         arr = zarr.create_array(str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape))
         arr[...] = X
         if attrs:
             arr.attrs.update(_jsonable(attrs))
+
+    _write_then_rename(Path(path), write)
+
+
+def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
+    """Compute the dask array X on ``client`` straight into a Zarr array at ``path``, chunk by chunk.
+
+    Each task writes its own row chunk (Zarr chunks = X's row chunks, whole
+    rows), so no process ever holds all of X; atomic as :func:`write_output_zarr`.
+    """
+    import dask.array as da
+
+    def write(tmp: Path) -> None:
+        rows = max(X.chunks[0])
+        X2 = X.rechunk({0: rows, 1: -1})  # one task per Zarr chunk: no two tasks write the same chunk
+        arr = zarr.create_array(str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]))
+        if attrs:
+            arr.attrs.update(_jsonable(attrs))
+        client.compute(da.store(X2, arr, lock=False, compute=False)).result()
+
+    _write_then_rename(Path(path), write)
+
+
+def _write_then_rename(path: Path, write) -> None:
+    """``write(tmp)`` to a temporary sibling of ``path``, then rename it into place (replacing ``path``)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    try:
+        write(tmp)
         if path.exists():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         os.replace(tmp, path)

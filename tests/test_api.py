@@ -69,7 +69,7 @@ def test_estimator_conventions(X, expected):
     assert np.abs(Y - expected).max() <= 1e-12
     assert est.n_iter_ == len(est.deltas_) >= 1
     assert est.converged_ and est.deltas_[-1] <= 0.01 and est.n_features_in_ == 3
-    assert repr(est) == "CDFTS(lam=0.2, delta=0.01, max_iter=50)"
+    assert repr(est) == "CDFTS(delta=0.01, lam=0.2, max_iter=50)"  # scikit-learn's repr: sorted names
     with pytest.raises(ValueError, match="Invalid parameter 'lambda'"):
         est.set_params(**{"lambda": 0.3})
 

@@ -13,7 +13,7 @@ import importlib
 import sys
 
 #: modules under cdfts_dask.cli providing sub-commands, in --help order
-SUBCOMMANDS = ["transform", "evaluate", "plot", "bench"]
+SUBCOMMANDS = ["transform", "apply", "evaluate", "plot", "bench"]
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

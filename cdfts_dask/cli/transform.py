@@ -8,7 +8,7 @@ import time
 from ..api import cdf_ts
 from ..inputs import read_table
 from ..log import logger, verbosity
-from ..outputs import check_writable, output_format, write_table
+from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
 from . import HelpFormatter
 
@@ -71,6 +71,14 @@ def register(sub) -> None:
         help="continue the run stored in --checkpoint (a new run starts if the store does not exist yet)",
     )
     p.add_argument(
+        "--references",
+        type=int,
+        default=None,
+        help="sampled fit: fit on S points drawn uniformly without replacement, then transform all n "
+        "(O(n S) per iteration; S >= n is the exact algorithm)",
+    )
+    p.add_argument("--random-state", type=int, default=None, help="seed of the --references draw")
+    p.add_argument(
         "--quiet",
         action="store_true",
         help="no messages on stderr (else: a start line, a progress bar on a terminal, one line per "
@@ -131,17 +139,11 @@ def _run(args) -> int:
         output=_worker_output(args, labels),
         dtype=args.dtype,
         backend="cuda" if args.gpu else "cpu",
+        n_references=args.references,
+        random_state=args.random_state,
     )
-    label_name = "label"
-    if (
-        labels is not None
-        and header is not None
-        and isinstance(args.label, str)
-        and not args.label.lstrip("-").isdigit()
-    ):
-        label_name = args.label
     if _worker_output(args, labels) is None:
-        write_table(args.output, Y, labels, header, label_name)
+        write_table(args.output, Y, labels, header, label_name(args.label, header))
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0

@@ -12,6 +12,8 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 * ``kth_part(X, a, b, k)``: distance from rows [a, b) to their k-th nearest other point;
 * ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
 * ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
+* ``shift_targets(P, Y, plan)``: the same for targets Y against references P
+  (a fitted model's out-of-sample transform, :mod:`cdfts_dask.model`);
 * ``concat(*parts)``: row blocks or vector pieces joined in order (tree reductions);
 * ``finish(X, *shifted)``: normalise the shifted row blocks (in order):
   ``(X_new, sum |X_new - X|, lo, hi)``;
@@ -157,13 +159,19 @@ def shift_sums(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan) -> tuple[np.ndarra
     return A / n_ref, BT.T / n_ref
 
 
+def shift_targets(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan | None) -> np.ndarray:
+    """Shifted (not yet normalised) float64 positions ``mean(P) + y A(y) - B(y)`` of the targets Y
+    against the references P (see :func:`shift_sums`); a None plan (m = 0) moves nothing."""
+    Y64 = np.asarray(Y, dtype=np.float64)
+    if plan is None:  # all points coincide: nothing moves
+        return Y64
+    A, B = shift_sums(P, Y, plan)
+    return plan.mean + Y64 * A[:, None] - B
+
+
 def shift_part(X, a: int, b: int, plan: ShiftPlan | None) -> np.ndarray:
     """Shifted (not yet normalised) float64 positions ``mean(X) + y A(y) - B(y)`` of rows [a, b)."""
-    Y = np.asarray(X[a:b], dtype=np.float64)
-    if plan is None:  # all points coincide: nothing moves
-        return Y
-    A, B = shift_sums(X, X[a:b], plan)
-    return plan.mean + Y * A[:, None] - B
+    return shift_targets(X, X[a:b], plan)
 
 
 def finish(X, *shifted) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:

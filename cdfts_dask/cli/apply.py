@@ -1,0 +1,94 @@
+"""``cdfts apply MODEL INPUT OUTPUT``: transform new points with a completed run's checkpoint store."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .. import model
+from ..inputs import read_table
+from ..log import logger, verbosity
+from ..outputs import check_writable, label_name, output_format, write_table
+from . import HelpFormatter
+from .transform import LABEL_LIKE_NAMES, check_no_label_column
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "apply",
+        help="transform new data with a fitted run (a completed --checkpoint store)",
+        description="Replay the iterations of the completed CDF-TS run stored in MODEL (the --checkpoint "
+        "store of an earlier `cdfts transform`) on the points in INPUT and write them to OUTPUT. Rows are "
+        "transformed independently; points outside the fitted data's range may land outside [0, 1]. "
+        "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr; a Zarr INPUT without --label is read "
+        "and a Zarr OUTPUT written chunk by chunk by the Dask workers. A label column named by --label is "
+        "passed through untouched (written as the last column of a CSV output).",
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("model", help="checkpoint store (.zarr) of a completed `cdfts transform --checkpoint` run")
+    p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns, d as fitted)")
+    p.add_argument("output", help="output file: .csv, .npy or .zarr")
+    p.add_argument(
+        "--label",
+        default=None,
+        help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
+    )
+    p.add_argument(
+        "--no-label",
+        action="store_true",
+        help="transform every column, even one whose header is named like a label "
+        f"({', '.join(LABEL_LIKE_NAMES)}; refused without --label or --no-label)",
+    )
+    p.add_argument(
+        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
+    )
+    p.add_argument("--quiet", action="store_true", help="no messages on stderr (else: a summary line)")
+    p.set_defaults(func=run)
+
+
+def _check_paths(args) -> None:
+    """OUTPUT must be a new name: never the model store or the input."""
+    out = Path(args.output).resolve()
+    for name in ("model", "input"):
+        if Path(getattr(args, name)).resolve() == out:
+            raise ValueError(f"output: {args.output!r} is the {name}; choose another output path")
+
+
+def run(args) -> int:
+    with verbosity(not args.quiet):
+        return _run(args)
+
+
+def _run(args) -> int:
+    from ..lazy import is_zarr_path
+
+    output_format(args.output)
+    check_writable(args.output)
+    _check_paths(args)
+    fitted = model.load(args.model)
+    tic = time.perf_counter()
+    if args.label is None and is_zarr_path(args.input):  # out-of-core: workers read chunk-wise
+        source = model.as_dask(args.input, "input")
+        model.check_features(fitted, source.shape, "input")
+        if output_format(args.output) == ".zarr":
+            Y = model.transform_to_zarr(fitted, source, args.output, args.scheduler, args.workers)
+        else:
+            from ..dask_client import dask_client
+
+            with dask_client(args.scheduler, args.workers) as c:
+                Y = c.compute(model.transform_dask(fitted, source, "input")).result()
+            write_table(args.output, Y)
+    else:
+        X, labels, header = read_table(args.input, label_column=args.label, name="input")
+        if args.label is None and not args.no_label:
+            check_no_label_column(header)
+        Y = model.transform_numpy(fitted, X, name="input")
+        write_table(args.output, Y, labels, header, label_name(args.label, header))
+    logger.info(
+        "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,
+        fitted.n_references, time.perf_counter() - tic, Y.shape[0], Y.shape[1], args.output,
+    )  # fmt: skip
+    return 0

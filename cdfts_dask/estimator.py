@@ -1,0 +1,145 @@
+"""The scikit-learn transformer :class:`CDFTS`: fit a CDF-TS run, keep it as a model, transform new points."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import api, model
+from .inputs import is_path, read_table
+from .lazy import is_zarr_path
+from .log import verbosity
+
+
+class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """CDF Transform-and-Shift as a scikit-learn transformer.
+
+    Parameters are those of :func:`cdfts_dask.cdf_ts` (validated in
+    :meth:`fit`).  ``fit`` runs CDF-TS on X (or, with ``n_references=s < n``,
+    on s rows drawn with ``random_state``) and keeps the run as a model;
+    ``transform`` replays the run's iterations on any points, so
+    ``transform(X_fit)`` equals ``fit_transform(X_fit)`` and the estimator
+    works in pipelines and cross-validation.  Each output column corresponds
+    to its input column (``get_feature_names_out`` returns the input names).
+    Points outside the fit data's range may map outside [0, 1].
+
+    Input: array-likes are validated the scikit-learn way (float64, 2-D,
+    finite, at least 2 rows).  Dask arrays, Zarr arrays and Zarr paths are
+    never loaded whole: ``fit`` reads them chunk-wise (only the drawn rows with
+    ``n_references``), ``transform`` returns a lazy dask array (or writes a Zarr
+    store chunk by chunk when ``output`` is given).
+
+    Attributes after ``fit``
+    ------------------------
+    model_ : :class:`cdfts_dask.model.CDFTSModel`, the fitted run (T iterations of
+        references and statistics; ``T x n_f x (d + 2)`` values)
+    embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows')
+    sample_indices_ : rows drawn as references (``n_references < n``), else None
+    n_iter_ : iterations run; ``deltas_`` (NumPy array): Delta after each iteration
+    converged_ : whether Delta fell to ``delta`` before ``max_iter``
+    n_features_in_, feature_names_in_ (when X has string column names)
+    """
+
+    def __init__(
+        self,
+        lam: float = 0.1,
+        delta: float = 0.015,
+        max_iter: int = 100,
+        estimator: str = "epsilon",
+        k: int | None = None,
+        method: str = "auto",
+        client=None,
+        tile_size: int | None = None,
+        checkpoint=None,
+        resume: bool = False,
+        n_workers: int | None = None,
+        dtype: str = "float64",
+        backend: str = "cpu",
+        verbose: bool = False,
+        progress=None,
+        n_references: int | None = None,
+        random_state=None,
+    ):
+        self.lam = lam
+        self.delta = delta
+        self.max_iter = max_iter
+        self.estimator = estimator
+        self.k = k
+        self.method = method
+        self.client = client
+        self.tile_size = tile_size
+        self.checkpoint = checkpoint
+        self.resume = resume
+        self.n_workers = n_workers
+        self.dtype = dtype
+        self.backend = backend
+        self.verbose = verbose
+        self.progress = progress
+        self.n_references = n_references
+        self.random_state = random_state
+
+    def _validated(self, X, reset: bool):
+        """Array-likes: scikit-learn validation (float64, 2-D, finite, n >= 2, feature checks).
+        Dask / Zarr input: shape and dtype only (the workers check the values chunk by chunk)."""
+        if is_path(X) and not is_zarr_path(X):
+            X = read_table(X, name="X")[0]  # a CSV / .npy file: read, then validated as an array
+        if not (is_zarr_path(X) or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
+            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
+        X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
+        if reset:
+            self.n_features_in_ = int(X.shape[1])
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            model.check_features(self.model_, X.shape, "X")
+        return X
+
+    def fit(self, X, y=None) -> CDFTS:
+        """Fit CDF-TS on X (y is ignored) and keep the run as ``model_``."""
+        X = self._validated(X, reset=True)
+        params = self.get_params()
+        verbose = params.pop("verbose")
+        if not isinstance(verbose, bool):
+            raise TypeError(f"verbose must be True or False, got {verbose!r}")
+        with verbosity(verbose):
+            spec = api.FitSpec.check(X, **params)
+            result = api.fit_sample(spec) if spec.sampled else api.fit_exact(spec, keep_model=True)[1]
+        self.model_ = result.model
+        self.embedding_ = result.X
+        self.sample_indices_ = result.sample_indices
+        self.deltas_ = np.asarray(result.deltas, dtype=np.float64)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        return self
+
+    def transform(self, X, output=None):
+        """Replay the fitted run on X (rows independent; O(rows n_f d T) work, no n x n_f matrix).
+
+        NumPy / array-like in: NumPy out.  Dask array, Zarr array or Zarr path
+        in: a lazy dask array (one task per row chunk, the model shared), or,
+        with ``output`` (a Zarr path), the result written there chunk by chunk
+        on ``client`` and returned opened read-only.
+        """
+        check_is_fitted(self)
+        X = self._validated(X, reset=False)
+        if not isinstance(X, da.Array):
+            if output is not None:
+                return model.transform_to_zarr(self.model_, api.da_from_numpy(X), output, self.client,
+                                               self.n_workers)  # fmt: skip
+            return model.transform_numpy(self.model_, X)
+        if output is not None:
+            return model.transform_to_zarr(self.model_, X, output, self.client, self.n_workers)
+        return model.transform_dask(self.model_, model.as_dask(X))
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X).transform(X)``; an exact fit already holds the result (``embedding_``)."""
+        self.fit(X, y)
+        return self.embedding_ if self.sample_indices_ is None else self.transform(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

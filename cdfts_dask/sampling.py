@@ -1,0 +1,55 @@
+"""The sampled fit's references: s of the n input points drawn uniformly without replacement.
+
+CDF-TS fitted on s references costs O(s^2 T) and transforms all n points in
+O(n s T) (DESIGN.md section 5).  ``s >= n`` is the exact algorithm (no
+sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))``
+(at most s - 1) so that the neighbourhood covers the same share of the data.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._validation import check_points
+
+
+def check_n_references(n_references) -> int | None:
+    """None (exact) or an integer >= 2 (a fit needs two points)."""
+    if n_references is None:
+        return None
+    if isinstance(n_references, bool) or not isinstance(n_references, numbers.Integral):
+        raise TypeError(f"n_references must be an integer >= 2 or None, got {n_references!r}")
+    if n_references < 2:
+        raise ValueError(f"n_references must be >= 2 (or None for the exact fit), got {n_references!r}")
+    return int(n_references)
+
+
+def sampled_k(k: int | None, s: int, n: int) -> int | None:
+    """The k-NN estimator's k on s of n points: ``max(1, round(k s / n))``, at most ``s - 1``."""
+    if k is None:
+        return None
+    return int(min(s - 1, max(1, round(k * s / n))))
+
+
+def draw_indices(n: int, s: int, random_state) -> np.ndarray:
+    """s distinct row indices of n, uniformly at random (seeded like scikit-learn), in increasing order."""
+    from sklearn.utils import check_random_state
+
+    rng = check_random_state(random_state)
+    return np.sort(rng.choice(n, size=s, replace=False))
+
+
+def draw_references(X, n: int, s: int, random_state, name: str = "X") -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, X[indices])``: the sample as validated float64 NumPy.
+
+    ``X`` is a NumPy array or a dask array (a Zarr store opened as one); the
+    rows of a dask array are gathered chunk by chunk (only chunks holding a
+    drawn row are read).
+    """
+    idx = draw_indices(n, s, random_state)
+    rows = X[idx]
+    if hasattr(rows, "compute"):
+        rows = rows.compute()
+    return idx, check_points(rows, f"{name} (sampled references)")

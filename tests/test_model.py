@@ -1,0 +1,250 @@
+"""A fitted run is a model (DESIGN.md section 5): out-of-sample transform, stores, ``cdfts apply``."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from conftest import DATA, load_csv
+
+from cdfts_dask import CDFTS, cdf_ts
+from cdfts_dask import model as fitted
+from cdfts_dask.cli import main
+
+
+def blobs(n: int = 240, d: int = 3, seed: int = 0, duplicates: int = 0, constant: bool = False):
+    """Two blobs of different density; ``duplicates`` copies of point 0; a constant last column."""
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(0, 1, (n // 2, d)), rng.normal(4, 0.3, (n - n // 2, d))])
+    if duplicates:
+        X[1 : duplicates + 1] = X[0]
+    if constant:
+        X[:, -1] = 2.5
+    return X
+
+
+CASES = [
+    pytest.param("epsilon", None, 0, False, id="epsilon"),
+    pytest.param("epsilon", None, 12, True, id="epsilon-duplicates-constant"),
+    pytest.param("knn", 9, 0, False, id="knn"),
+    pytest.param("knn", 9, 12, True, id="knn-duplicates-constant"),  # radius 0 at the duplicates
+]
+
+
+@pytest.mark.parametrize("estimator,k,dups,constant", CASES)
+@pytest.mark.parametrize("tile,workers", [(64, 2), (100, 1), (None, 2)])
+def test_transform_of_fit_points_equals_fit_transform_tiled(
+    estimator, k, dups, constant, tile, workers, client, client1
+):
+    X = blobs(duplicates=dups, constant=constant)
+    est = CDFTS(lam=0.15, delta=1e-3, max_iter=6, estimator=estimator, k=k, method="tiled", tile_size=tile,
+                client=client if workers == 2 else client1)  # fmt: skip
+    Y = est.fit_transform(X)
+    assert est.model_.n_iter == est.n_iter_ >= 2
+    assert np.abs(est.transform(X) - Y).max() <= 1e-9
+    dense = cdf_ts(X, lam=0.15, delta=1e-3, max_iter=6, estimator=estimator, k=k, method="dense")
+    assert np.abs(Y - dense).max() <= 1e-9
+
+
+@pytest.mark.parametrize("estimator,k,dups,constant", CASES[:3])
+def test_transform_of_fit_points_equals_fit_transform_dense(estimator, k, dups, constant):
+    """The dense oracle sums in another order than the kernel (equal to ~1e-14).  Under k-NN with
+    k + 1 or more duplicates (radius 0, where rho jumps at s = 0) that ulp matters: use the tiled
+    engine there, which replays bit for bit (test above)."""
+    X = blobs(duplicates=dups, constant=constant)
+    est = CDFTS(lam=0.15, estimator=estimator, k=k, method="dense").fit(X)
+    assert np.abs(est.transform(X) - est.embedding_).max() <= 1e-9
+
+
+def test_float32_fit_replays_in_float32(client):
+    X = blobs(duplicates=5)
+    est = CDFTS(lam=0.15, max_iter=4, method="tiled", dtype="float32", client=client, tile_size=64)
+    Y = est.fit_transform(X)
+    Z = est.transform(X)
+    assert Z.dtype == np.float32 and np.abs(Z - Y).max() <= 1e-6
+
+
+@pytest.fixture(scope="module")
+def syn_model():
+    X, _ = load_csv(DATA / "syn.csv")
+    return X, CDFTS(lam=0.1, delta=0.01).fit(X)
+
+
+def test_rows_are_independent(syn_model):
+    X, est = syn_model
+    rng = np.random.default_rng(1)
+    A, B = rng.uniform(X.min(0), X.max(0), (37, 2)), X[rng.permutation(len(X))[:50]]
+    joint = est.transform(np.concatenate([A, B]))
+    assert np.array_equal(joint, np.concatenate([est.transform(A), est.transform(B)]))
+    chunked = fitted.transform_numpy(est.model_, np.concatenate([A, B]), row_chunk=8)  # threaded chunks
+    assert np.array_equal(chunked, joint)
+
+
+def test_a_fit_point_maps_to_its_output(syn_model):
+    X, est = syn_model
+    rng = np.random.default_rng(2)
+    new = rng.uniform(X.min(0), X.max(0), (20, 2))
+    rows = [3, 700, 1499]
+    Y = est.transform(np.concatenate([new, X[rows]]))
+    assert np.abs(Y[20:] - est.embedding_[rows]).max() <= 1e-9
+
+
+def test_points_outside_the_fit_range_are_allowed(syn_model):
+    X, est = syn_model
+    far = np.array([[X[:, 0].max() + 3 * np.ptp(X[:, 0]), X[:, 1].mean()],
+                    [X[:, 0].min() - 1.0, X[:, 1].min()]])  # fmt: skip
+    Y = est.transform(far)
+    assert np.isfinite(Y).all()
+    assert Y[0, 0] > 1.0 and Y[1, 0] < 0.0  # beyond the fitted range: outside [0, 1]
+    assert est.transform(X[:1]).shape == (1, 2)  # one row is fine
+
+
+def test_feature_count_and_bad_values_are_refused(syn_model):
+    X, est = syn_model
+    with pytest.raises(ValueError, match="X has 3 features, but CDFTS is expecting 2"):
+        est.transform(np.ones((4, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        est.transform(np.array([[0.1, np.nan]]))
+    with pytest.raises(ValueError, match="X has 3 features .columns., but the model was fitted on 2"):
+        fitted.transform_numpy(est.model_, np.ones((4, 3)))
+
+
+def test_dask_input_gives_a_lazy_chunked_transform(syn_model):
+    X, est = syn_model
+    Xd = da.from_array(X, chunks=(400, 1))  # column chunks too: rows are gathered per row block
+    out = est.transform(Xd)
+    assert isinstance(out, da.Array) and out.chunks[0] == Xd.chunks[0]
+    graph = dict(out.__dask_graph__())
+    models = [key for key in graph if str(key).startswith("cdfts-model")]
+    assert len(models) == 1  # the model is one shared node, not copied into every task
+    transform_tasks = [key for key in graph if isinstance(key, tuple) and key[0] == out.name]
+    assert len(transform_tasks) == len(Xd.chunks[0])  # one task per row chunk
+    assert np.array_equal(out.compute(scheduler="threads"), est.transform(X))
+
+
+def test_nan_in_a_dask_chunk_is_reported_with_its_row(syn_model):
+    X, est = syn_model
+    bad = X.copy()
+    bad[1234, 1] = np.inf
+    with pytest.raises(ValueError, match=r"row 1234, column 1"):
+        est.transform(da.from_array(bad, chunks=(500, 2))).compute(scheduler="sync")
+
+
+def test_zarr_path_to_zarr_chunkwise_on_workers(syn_model, tmp_path, client):
+    X, est = syn_model
+    src = tmp_path / "in.zarr"
+    zarr.create_array(str(src), shape=X.shape, dtype="f8", chunks=(256, 2))[...] = X
+    est.set_params(client=client)
+    try:
+        out = est.transform(str(src), output=tmp_path / "out.zarr")
+    finally:
+        est.set_params(client=None)
+    assert isinstance(out, zarr.Array) and out.chunks == (256, 2)
+    assert np.array_equal(out[...], est.transform(X))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]  # no partial left behind
+
+
+# -- a completed checkpoint store is a model ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 9)])
+def test_store_of_a_completed_run_is_the_same_model(estimator, k, tmp_path, client):
+    X = blobs(duplicates=6, constant=True)
+    store = tmp_path / "run.zarr"
+    est = CDFTS(lam=0.15, max_iter=4, estimator=estimator, k=k, client=client, tile_size=80, checkpoint=store)
+    Y = est.fit_transform(X)
+    memory = CDFTS(lam=0.15, max_iter=4, estimator=estimator, k=k, client=client, tile_size=80).fit(X)
+    loaded = fitted.load(store)
+    assert loaded.n_iter == memory.model_.n_iter == est.n_iter_
+    for a, b in zip(loaded.iterations, memory.model_.iterations, strict=True):
+        assert np.array_equal(a.references, b.references) and a.m == b.m
+        for name in ("counts", "radius"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None and y is None) or np.array_equal(x, y)
+        assert np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi)
+    new = np.random.default_rng(5).normal(1, 2, (30, 3))
+    assert np.array_equal(fitted.transform_numpy(loaded, new), memory.transform(new))
+    assert np.abs(fitted.transform_numpy(loaded, X) - Y).max() <= 1e-9
+
+
+def test_resumed_run_is_a_model_of_all_its_iterations(tmp_path):
+    X = blobs()
+    store = tmp_path / "run.zarr"
+    cdf_ts(X, lam=0.15, delta=1e-9, max_iter=2, checkpoint=store)
+    Y, info = cdf_ts(X, lam=0.15, delta=1e-9, max_iter=5, checkpoint=store, resume=True, return_info=True)
+    assert info.resumed_from == 2
+    model = fitted.load(store)
+    assert model.n_iter == 5 and np.abs(fitted.transform_numpy(model, X) - Y).max() <= 1e-9
+
+
+def test_store_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="is not a cdfts-dask run store"):
+        fitted.load(tmp_path / "nothing.zarr")
+    zarr.create_array(str(tmp_path / "array.zarr"), shape=(3, 2), dtype="f8")
+    with pytest.raises(ValueError, match="is not a cdfts-dask run store"):
+        fitted.load(tmp_path / "array.zarr")
+    zarr.open_group(str(tmp_path / "group.zarr"), mode="w").attrs["format"] = "something/else"
+    with pytest.raises(ValueError, match="format='something/else'"):
+        fitted.load(tmp_path / "group.zarr")
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(), lam=0.15, max_iter=2, checkpoint=store)
+    zarr.open_group(str(store), mode="a").attrs["status"] = "running"  # as a run killed mid-way leaves it
+    with pytest.raises(ValueError, match=r"is not complete \(status='running', 2 iteration\(s\) done\)"):
+        fitted.load(store)
+    group = zarr.open_group(str(store), mode="a")
+    group.attrs["status"] = "converged"
+    group["iterations/00000"].attrs.clear()  # a store written before stores kept the input range
+    with pytest.raises(ValueError, match="written before stores kept the input range"):
+        fitted.load(store)
+
+
+# -- cdfts apply -------------------------------------------------------------------------------------------
+
+
+def _apply(capsys, *args) -> tuple[int, str]:
+    code = main(["apply", *map(str, args)])
+    return code, capsys.readouterr().err
+
+
+def test_cli_apply_replays_a_transform_run(tmp_path, capsys):
+    store, out, again = tmp_path / "run.zarr", tmp_path / "out.csv", tmp_path / "again.csv"
+    assert main(["transform", str(DATA / "syn.csv"), str(out), "--label", "label", "--delta", "0.01",
+                 "--checkpoint", str(store), "--quiet"]) == 0  # fmt: skip
+    code, err = _apply(capsys, store, DATA / "syn.csv", again, "--label", "label")
+    assert code == 0 and "applied 5 iteration(s) fitted on 1500 references" in err
+    first, second = out.read_text().splitlines(), again.read_text().splitlines()
+    assert first[0] == second[0] == "x0,x1,label"
+    a = np.loadtxt(out, delimiter=",", skiprows=1)
+    b = np.loadtxt(again, delimiter=",", skiprows=1)
+    assert np.array_equal(a[:, -1], b[:, -1]) and np.abs(a[:, :-1] - b[:, :-1]).max() <= 1e-9
+    X, _ = load_csv(DATA / "syn.csv")
+    src = tmp_path / "in.zarr"
+    zarr.create_array(str(src), shape=X.shape, dtype="f8", chunks=(300, 2))[...] = X
+    code, err = _apply(capsys, store, src, tmp_path / "out.zarr", "--workers", "1", "--quiet")
+    assert code == 0 and err == ""
+    assert np.abs(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...] - a[:, :-1]).max() <= 1e-9
+
+
+def test_cli_apply_errors_are_one_line(tmp_path, capsys):
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(d=3), lam=0.15, max_iter=2, checkpoint=store)
+    np.save(tmp_path / "two.npy", np.ones((5, 2)))
+    cases = [
+        ((store, tmp_path / "two.npy", tmp_path / "o.npy"), "input has 2 features (columns), but the model "
+         "was fitted on 3"),
+        ((tmp_path / "two.npy", tmp_path / "two.npy", tmp_path / "o.npy"), "is not a cdfts-dask run store"),
+        ((store, tmp_path / "two.npy", tmp_path / "two.npy"), "is the input; choose another output path"),
+        ((store, tmp_path / "two.npy", tmp_path / "o.txt"), "unsupported file type '.txt'"),
+    ]  # fmt: skip
+    zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
+    cases.append(((tmp_path / "other.zarr", tmp_path / "two.npy", tmp_path / "o.npy"), "format=None"))
+    for args, message in cases:
+        code, err = _apply(capsys, *args)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in err
+        assert lines[0].startswith("cdfts apply: error: ")
+        assert not (tmp_path / "o.npy").exists()
+    zarr.open_group(str(store), mode="a").attrs["status"] = "running"
+    code, err = _apply(capsys, store, DATA / "syn.csv", tmp_path / "o.csv")
+    assert code == 2 and "is not complete" in err and "resume it first" in err

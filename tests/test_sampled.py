@@ -1,0 +1,99 @@
+"""The sampled fit (``n_references``): fit on s uniformly drawn points, then transform all n."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from conftest import DATA, load_csv
+
+from cdfts_dask import CDFTS, cdf_ts
+from cdfts_dask import model as fitted
+from cdfts_dask.cli import main
+from cdfts_dask.sampling import draw_indices, sampled_k
+
+
+@pytest.fixture(scope="module")
+def syn():
+    return load_csv(DATA / "syn.csv")[0]
+
+
+def test_s_at_least_n_is_the_exact_algorithm(syn):
+    exact = cdf_ts(syn, lam=0.1, delta=0.01)
+    for s in (len(syn), len(syn) + 10):
+        assert np.array_equal(cdf_ts(syn, lam=0.1, delta=0.01, n_references=s, random_state=0), exact)
+    est = CDFTS(lam=0.1, delta=0.01, n_references=len(syn)).fit(syn)
+    assert est.sample_indices_ is None and np.array_equal(est.embedding_, exact)
+
+
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 30)])
+def test_sampled_fit_is_the_fit_on_the_drawn_rows_then_a_transform(syn, estimator, k):
+    s = 300
+    Y, info = cdf_ts(syn, lam=0.1, delta=0.01, estimator=estimator, k=k, n_references=s, random_state=7,
+                     return_info=True)  # fmt: skip
+    idx = info.sample_indices
+    assert np.array_equal(idx, draw_indices(len(syn), s, 7)) and len(np.unique(idx)) == s
+    k_s = sampled_k(k, s, len(syn))
+    on_sample = cdf_ts(syn[idx], lam=0.1, delta=0.01, estimator=estimator, k=k_s)
+    assert np.abs(Y[idx] - on_sample).max() <= 1e-9  # a drawn point maps to its fitted output
+    assert np.abs(Y - fitted.transform_numpy(info.model, syn)).max() == 0
+    assert info.model.n_references == s and (info.model.k == k_s)
+    again = cdf_ts(syn, lam=0.1, delta=0.01, estimator=estimator, k=k, n_references=s, random_state=7)
+    other = cdf_ts(syn, lam=0.1, delta=0.01, estimator=estimator, k=k, n_references=s, random_state=8)
+    assert np.array_equal(again, Y) and not np.array_equal(other, Y)
+
+
+def test_knn_k_scales_with_the_sample():
+    assert sampled_k(50, 1000, 100000) == 1  # round(0.5) = 0 -> at least 1
+    assert sampled_k(50, 2000, 10000) == 10
+    assert sampled_k(99, 40, 100) == 39  # round(39.6) = 40 > s - 1
+    assert sampled_k(None, 10, 100) is None
+
+
+def test_draw_is_uniform_without_replacement():
+    counts = np.zeros(50)
+    for seed in range(400):
+        idx = draw_indices(50, 10, seed)
+        assert len(np.unique(idx)) == 10 and np.all(np.diff(idx) > 0)
+        counts[idx] += 1
+    expected = 400 * 10 / 50
+    assert np.abs(counts - expected).max() < 5 * np.sqrt(expected)  # each row drawn with probability s / n
+
+
+def test_dask_and_zarr_inputs_draw_the_same_rows(syn, tmp_path, client):
+    ref = cdf_ts(syn, lam=0.1, delta=0.01, n_references=200, random_state=3)
+    lazy = cdf_ts(da.from_array(syn, chunks=(128, 2)), lam=0.1, delta=0.01, n_references=200, random_state=3,
+                  client=client)  # fmt: skip
+    assert np.abs(lazy - ref).max() <= 1e-9  # the sample is fitted by the tiled engine on the client
+    src = tmp_path / "in.zarr"
+    zarr.create_array(str(src), shape=syn.shape, dtype="f8", chunks=(128, 2))[...] = syn
+    out = cdf_ts(str(src), lam=0.1, delta=0.01, n_references=200, random_state=3, client=client,
+                 output=tmp_path / "out.zarr")  # fmt: skip
+    assert isinstance(out, zarr.Array) and np.array_equal(out[...], lazy)
+
+
+def test_estimator_with_references(syn):
+    est = CDFTS(lam=0.1, delta=0.01, n_references=250, random_state=0)
+    Y = est.fit_transform(syn)
+    assert est.embedding_.shape == (250, 2) and est.sample_indices_.shape == (250,)
+    assert np.array_equal(Y, est.transform(syn))
+    assert np.array_equal(Y, cdf_ts(syn, lam=0.1, delta=0.01, n_references=250, random_state=0))
+
+
+@pytest.mark.parametrize(
+    "value,error,message",
+    [(1, ValueError, "n_references must be >= 2"), (2.5, TypeError, "n_references must be an integer"),
+     (True, TypeError, "got True")],
+)  # fmt: skip
+def test_bad_n_references(syn, value, error, message):
+    with pytest.raises(error, match=message):
+        cdf_ts(syn, n_references=value)
+
+
+def test_cli_transform_with_references(syn, tmp_path, capsys):
+    out = tmp_path / "out.npy"
+    assert main(["transform", str(DATA / "syn.csv"), str(out), "--label", "label", "--delta", "0.01",
+                 "--references", "300", "--random-state", "4", "--quiet"]) == 0  # fmt: skip
+    expected = cdf_ts(syn, lam=0.1, delta=0.01, n_references=300, random_state=4)
+    assert np.array_equal(np.load(out), expected)

@@ -1,0 +1,97 @@
+"""CDFTS is a real scikit-learn transformer: the estimator checks, pipelines, search, feature names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DATA, load_csv
+from sklearn.base import clone
+from sklearn.cluster import DBSCAN
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import adjusted_rand_score
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import check_estimator
+
+from cdfts_dask import CDFTS
+
+#: estimator checks that do not apply here, with the reason (none is skipped silently)
+NOT_APPLICABLE = {
+    "check_array_api_input": "CDFTS computes with NumPy/numba (or CuPy through its own backend), not the "
+    "array API; scikit-learn skips this check unless SCIPY_ARRAY_API=1",
+}
+
+
+def test_passes_the_scikit_learn_estimator_checks():
+    results = check_estimator(CDFTS(), on_fail=None)
+    assert len(results) > 40
+    for r in results:
+        if r["check_name"] in NOT_APPLICABLE:
+            assert r["status"] in ("skipped", "passed")
+        else:
+            assert r["status"] == "passed", (r["check_name"], r["exception"])
+    names = {r["check_name"] for r in results}
+    for check in ("check_transformer_general", "check_methods_subset_invariance", "check_fit_idempotent",
+                  "check_n_features_in_after_fitting", "check_estimators_pickle", "check_estimators_nan_inf"):
+        assert check in names  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def syn():
+    return load_csv(DATA / "syn.csv")
+
+
+def test_pipeline_with_dbscan(syn):
+    X, y = syn
+    pipe = make_pipeline(CDFTS(lam=0.1, delta=0.01), DBSCAN(eps=0.04, min_samples=5))
+    labels = pipe.fit_predict(X)
+    assert labels.shape == (len(X),) and adjusted_rand_score(y, labels) > 0.9
+    direct = DBSCAN(eps=0.04, min_samples=5).fit_predict(CDFTS(lam=0.1, delta=0.01).fit_transform(X))
+    assert np.array_equal(labels, direct)
+
+
+def test_grid_search_with_a_scorer(syn):
+    X, y = syn
+
+    def ari(estimator, X, y):  # clustering quality of the pipeline on the held-out fold
+        return adjusted_rand_score(y, estimator.fit_predict(X))
+
+    search = GridSearchCV(
+        make_pipeline(CDFTS(delta=0.05), DBSCAN(min_samples=5)),
+        {"cdfts__lam": [0.05, 0.1], "dbscan__eps": [0.03, 0.04]},
+        scoring=ari,
+        cv=KFold(2, shuffle=True, random_state=0),
+    ).fit(X, y)
+    assert set(search.best_params_) == {"cdfts__lam", "dbscan__eps"}
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    # a supervised pipeline: CDFTS.transform maps the held-out fold with the training fold's run
+    knn = GridSearchCV(make_pipeline(CDFTS(delta=0.05), KNeighborsClassifier()),
+                       {"cdfts__lam": [0.05, 0.2]}, scoring="accuracy", cv=2).fit(X, y)  # fmt: skip
+    assert knn.best_score_ > 0.6
+
+
+def test_feature_names_and_set_output(syn):
+    pd = pytest.importorskip("pandas")
+    X, _ = syn
+    frame = pd.DataFrame(X, columns=["width", "height"])
+    est = CDFTS(lam=0.1, delta=0.01).set_output(transform="pandas")
+    out = est.fit_transform(frame)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["width", "height"]
+    assert list(est.get_feature_names_out()) == ["width", "height"]
+    assert np.abs(est.transform(frame).to_numpy() - out.to_numpy()).max() <= 1e-9
+    plain = CDFTS(lam=0.1, delta=0.01).fit(X)
+    assert list(plain.get_feature_names_out()) == ["x0", "x1"]
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        est.transform(X)
+
+
+def test_fitted_attributes(syn):
+    X, _ = syn
+    with pytest.raises(NotFittedError):
+        CDFTS().transform(X)
+    est = clone(CDFTS(lam=0.1, delta=0.01)).fit(X)
+    assert isinstance(est.deltas_, np.ndarray) and est.deltas_.shape == (est.n_iter_,) == (5,)
+    assert est.n_features_in_ == 2 and est.converged_ and est.model_.n_iter == 5
+    with pytest.raises(ValueError, match="Found array with 1 sample"):
+        CDFTS().fit(X[:1])
