@@ -8,22 +8,17 @@ sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._validation import check_points
+from ._validation import check_points, check_positive_int
 
 
 def check_n_references(n_references) -> int | None:
     """None (exact) or an integer >= 2 (a fit needs two points)."""
-    if n_references is None:
-        return None
-    if isinstance(n_references, bool) or not isinstance(n_references, numbers.Integral):
-        raise TypeError(f"n_references must be an integer >= 2 or None, got {n_references!r}")
-    if n_references < 2:
+    s = check_positive_int(n_references, "n_references")
+    if s is not None and s < 2:
         raise ValueError(f"n_references must be >= 2 (or None for the exact fit), got {n_references!r}")
-    return int(n_references)
+    return s
 
 
 def sampled_k(k: int | None, s: int, n: int) -> int | None:

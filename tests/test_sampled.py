@@ -83,8 +83,8 @@ def test_estimator_with_references(syn):
 
 @pytest.mark.parametrize(
     "value,error,message",
-    [(1, ValueError, "n_references must be >= 2"), (2.5, TypeError, "n_references must be an integer"),
-     (True, TypeError, "got True")],
+    [(1, ValueError, "n_references must be >= 2"), (True, TypeError, "got True"),
+     (2.5, TypeError, "n_references must be a positive integer")],
 )  # fmt: skip
 def test_bad_n_references(syn, value, error, message):
     with pytest.raises(error, match=message):

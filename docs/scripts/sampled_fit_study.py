@@ -1,0 +1,202 @@
+"""Accuracy of the sampled fit (``n_references = s``) against exact CDF-TS, downstream (docs/SCALING.md).
+
+For every shared dataset with n >= 2000 (full data, no subsampling), every view
+parameter of the paper's grid (clustering: lambda in {0.1, ..., 0.5}, epsilon
+estimator; anomaly detection: the k-NN estimator's k in {5%n, ..., 50%n}), the
+exact CDF-TS and the sampled fit for every s and seed:
+
+* the downstream score with the evaluation protocol's own search and grids
+  (:func:`cdfts_dask.evaluation.protocol.search_clustering` with DBSCAN, best
+  F-measure; :func:`~cdfts_dask.evaluation.protocol.search_anomaly` with kNN,
+  best AUC), on the view's relative distances (:mod:`.representations`);
+* ``mean |Y_s - Y_exact|`` over all n d entries.
+
+The best over the view parameter is reported per (dataset, s, seed), as the
+paper's tables do.  One JSON record per run is appended to RECORDS (so a long
+study can be stopped and resumed: runs already recorded are skipped); the
+report and the figure are written from the records.
+
+    python docs/scripts/sampled_fit_study.py ../shared/datasets docs/results/sampled_fit.jsonl [CACHE] \\
+        > docs/results/sampled_fit.md      # figure: docs/figures/sampled_fit.png
+
+(CACHE, default /tmp/cdfts-sampled-fit-cache, keeps the exact outputs between runs.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cdfts_dask import cdf_ts
+from cdfts_dask.evaluation.datasets import load_labelled, shared_specs
+from cdfts_dask.evaluation.grids import Grids
+from cdfts_dask.evaluation.protocol import search_anomaly, search_clustering
+from cdfts_dask.evaluation.representations import View, relative
+from cdfts_dask.oracle import pairwise_distances
+
+SIZES = (250, 500, 1000, 2000)
+SEEDS = (0, 1, 2)
+MIN_N = 2000
+GRIDS = Grids()
+
+
+def view_params(task: str, n: int) -> list[dict]:
+    """The protocol's CDF-TS parameter grid for the dataset's task."""
+    if task == "clustering":
+        return [{"lam": lam, "estimator": "epsilon"} for lam in GRIDS.clustering.lambdas]
+    return [{"estimator": "knn", "k": k} for k in GRIDS.anomaly.ks(n)]
+
+
+def score(task: str, P: np.ndarray, y: np.ndarray) -> float:
+    """Best DBSCAN F-measure (clustering) or best kNN AUC (anomaly) over the protocol's grid."""
+    D = relative(pairwise_distances(P))
+    if task == "clustering":
+        return float(search_clustering(D, y, GRIDS.clustering, ("DBSCAN",))["DBSCAN"][0])
+    return float(search_anomaly(View(D, P), y, GRIDS.anomaly, ("kNN",))["kNN"][0])
+
+
+def run(root: Path, records_path: Path, cache: Path, client) -> list[dict]:
+    """Run what RECORDS does not hold yet; the exact outputs are kept in ``cache`` (.npy per parameter)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    done = {}
+    if records_path.exists():
+        for line in records_path.read_text().splitlines():
+            r = json.loads(line)
+            done[(r["dataset"], json.dumps(r["params"]), r["s"], r["seed"])] = r
+    for spec in shared_specs(root):
+        X, y = load_labelled(spec.path, spec.label)
+        if len(y) < MIN_N:
+            continue
+        for params in view_params(spec.task, len(y)):
+            key = (spec.name, json.dumps(params))
+            exact_path = cache / f"{spec.name}.{'-'.join(map(str, params.values()))}.npy"
+            if (*key, None, None) not in done or not exact_path.exists():
+                tic = time.perf_counter()
+                Y, info = cdf_ts(X, delta=0.015, client=client, return_info=True, **params)
+                np.save(exact_path, Y)
+                rec = {"dataset": spec.name, "task": spec.task, "n": len(y), "params": params, "s": None,
+                       "seed": None, "score": score(spec.task, Y, y), "mean_abs_diff": 0.0,
+                       "n_iter": info.n_iter, "seconds": time.perf_counter() - tic}  # fmt: skip
+                _append(records_path, rec, done)
+            exact = np.load(exact_path)
+            for s in SIZES:
+                for seed in SEEDS:
+                    if (*key, s, seed) in done:
+                        continue
+                    tic = time.perf_counter()
+                    Y, info = cdf_ts(X, delta=0.015, n_references=s, random_state=seed, return_info=True,
+                                     **params)  # fmt: skip
+                    rec = {"dataset": spec.name, "task": spec.task, "n": len(y), "params": params, "s": s,
+                           "seed": seed, "score": score(spec.task, Y, y),
+                           "mean_abs_diff": float(np.abs(Y - exact).mean()), "n_iter": info.n_iter,
+                           "seconds": time.perf_counter() - tic}  # fmt: skip
+                    _append(records_path, rec, done)
+    return list(done.values())
+
+
+def _append(path: Path, rec: dict, done: dict) -> None:
+    with open(path, "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    done[(rec["dataset"], json.dumps(rec["params"]), rec["s"], rec["seed"])] = rec
+    line = f"{rec['dataset']} {rec['params']} s={rec['s']} seed={rec['seed']}: score {rec['score']:.4f} "
+    print(line + f"mean|dY| {rec['mean_abs_diff']:.4f} ({rec['seconds']:.0f} s)", file=sys.stderr, flush=True)
+
+
+def summarise(records: list[dict]) -> dict:
+    """Per dataset: the exact best score, and per s the per-seed best scores and mean |dY| (at the
+    parameter that is best for the exact fit)."""
+    out = {}
+    for name in sorted({r["dataset"] for r in records}):
+        rs = [r for r in records if r["dataset"] == name]
+        exact = [r for r in rs if r["s"] is None]
+        best_exact = max(exact, key=lambda r: r["score"])
+        row = {"task": rs[0]["task"], "n": rs[0]["n"], "exact": best_exact["score"],
+               "exact_params": best_exact["params"], "sizes": {}}  # fmt: skip
+        n_params = len(exact)
+        for s in SIZES:
+            per_seed = []
+            diffs = []
+            for seed in SEEDS:
+                runs = [r for r in rs if r["s"] == s and r["seed"] == seed]
+                if len(runs) == n_params:  # the whole parameter grid is done for this seed
+                    per_seed.append(max(r["score"] for r in runs))
+                    diffs += [r["mean_abs_diff"] for r in runs if r["params"] == best_exact["params"]]
+            if per_seed:
+                row["sizes"][s] = {"scores": per_seed, "mean_abs_diff": float(np.mean(diffs))}
+        out[name] = row
+    return out
+
+
+def report(summary: dict) -> str:
+    measure = {"clustering": "best DBSCAN F-measure", "anomaly": "best kNN AUC"}
+    lines = [
+        "| dataset (n) | downstream | exact | " + " | ".join(f"s = {s}" for s in SIZES) + " |",
+        "|---|---|---|" + "---|" * len(SIZES),
+    ]
+    gaps = {s: [] for s in SIZES}
+    for name, row in summary.items():
+        cells = []
+        for s in SIZES:
+            cell = row["sizes"].get(s)
+            if cell is None:
+                cells.append("not run")
+                continue
+            sc = np.array(cell["scores"])
+            gaps[s].append(row["exact"] - sc.min())
+            cells.append(f"{sc.mean():.3f} (min {sc.min():.3f}; mean abs dY {cell['mean_abs_diff']:.3f})")
+        lines.append(f"| {name} ({row['n']}) | {measure[row['task']]} | {row['exact']:.3f} | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    lines.append("")
+    for s in SIZES:
+        if gaps[s]:
+            lines.append(f"* s = {s}: worst drop below exact over datasets and seeds: {max(gaps[s]):.3f} "
+                         f"({len(gaps[s])} dataset(s))")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot(summary: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for i, (name, row) in enumerate(summary.items()):
+        sizes = [s for s in SIZES if s in row["sizes"]]
+        colour = f"C{i}"
+        scores = [np.mean(row["sizes"][s]["scores"]) for s in sizes]
+        lows = [np.min(row["sizes"][s]["scores"]) for s in sizes]
+        axes[0].plot(sizes, scores, "o-", color=colour, label=f"{name} (sampled, mean of seeds)")
+        axes[0].plot(sizes, lows, "v:", color=colour, alpha=0.6)
+        axes[0].axhline(row["exact"], color=colour, ls="--", alpha=0.8, label=f"{name} exact")
+        axes[1].plot(sizes, [row["sizes"][s]["mean_abs_diff"] for s in sizes], "o-", color=colour, label=name)
+    axes[0].set(xscale="log", xlabel="references s", ylabel="downstream score (F or AUC)",
+                title="downstream quality vs s (v: worst seed)")  # fmt: skip
+    axes[1].set(xscale="log", yscale="log", xlabel="references s", ylabel="mean |Y_s - Y_exact|",
+                title="distance to exact CDF-TS")  # fmt: skip
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    from distributed import Client, LocalCluster
+
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets")
+    records_path = Path(sys.argv[2] if len(sys.argv) > 2 else "docs/results/sampled_fit.jsonl")
+    cache = Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/cdfts-sampled-fit-cache")
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
+        with Client(cluster) as c:
+            records = run(root, records_path, cache, c)
+    summary = summarise(records)
+    print(report(summary))
+    plot(summary, Path("docs/figures/sampled_fit.png"))
+
+
+if __name__ == "__main__":
+    main()
