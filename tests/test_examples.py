@@ -19,8 +19,9 @@ def test_api_quickstart_example():
 
 def test_larger_than_memory_example(tmp_path):
     script = "examples/larger_than_memory.py"
-    res = subprocess.run([sys.executable, script, str(tmp_path)], cwd=ROOT, env=cli_env(), capture_output=True,
-                         text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, script, str(tmp_path)], cwd=ROOT, env=cli_env(), capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr
     for line in ["zarr out: (100000, 4) chunks (20000, 4)", "lazy dask out: Array (50000, 4) in 5 row chunks",
                  "estimator equals function: True", "on 1000 references", "pipeline clusters: 2"]:

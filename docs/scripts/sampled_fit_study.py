@@ -67,8 +67,8 @@ def run(root: Path, records_path: Path, cache: Path, client) -> list[dict]:
         for line in records_path.read_text().splitlines():
             r = json.loads(line)
             done[(r["dataset"], json.dumps(r["params"]), r["s"], r["seed"])] = r
-    for spec in shared_specs(root):
-        X, y = load_labelled(spec.path, spec.label)
+    data = {spec.name: (spec, *load_labelled(spec.path, spec.label)) for spec in shared_specs(root)}
+    for spec, X, y in sorted(data.values(), key=lambda item: len(item[2])):  # smallest n first
         if len(y) < MIN_N:
             continue
         for params in view_params(spec.task, len(y)):
