@@ -123,6 +123,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         on ``client`` and returned opened read-only.
         """
         check_is_fitted(self)
+        model.check_not_the_input(output, X)
         X = self._validated(X, reset=False)
         if not isinstance(X, da.Array):
             if output is not None:

@@ -241,10 +241,19 @@ def transform_to_zarr(model: CDFTSModel, Y, output, client=None, n_workers: int 
 
     from .dask_client import dask_client
 
+    check_not_the_input(output, Y)
     lazy = transform_dask(model, as_dask(Y))
     with dask_client(client, n_workers) as c:
         store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
     return zarr.open_array(str(output), mode="r")
+
+
+def check_not_the_input(output, source, name: str = "X") -> None:
+    """Refuse an ``output`` path that is the input itself (the input is never overwritten)."""
+    from .inputs import is_path
+
+    if output is not None and is_path(source) and Path(source).resolve() == Path(output).resolve():
+        raise ValueError(f"output {str(output)!r} is the input {name}; choose another output path")
 
 
 def as_dask(Y, name: str = "X"):
