@@ -107,26 +107,32 @@ def _append(path: Path, rec: dict, done: dict) -> None:
 
 
 def summarise(records: list[dict]) -> dict:
-    """Per dataset: the exact best score, and per s the per-seed best scores and mean |dY| (at the
-    parameter that is best for the exact fit)."""
+    """Per dataset, over the view parameters whose runs are all done (exact, every s and seed): the
+    exact best score, and per s the per-seed best scores and mean |dY| (at the parameter that is best
+    for the exact fit).  ``params_done`` / ``params_grid`` say how much of the grid that covers."""
     out = {}
     for name in sorted({r["dataset"] for r in records}):
         rs = [r for r in records if r["dataset"] == name]
-        exact = [r for r in rs if r["s"] is None]
+        by_params: dict[str, list[dict]] = {}
+        for r in rs:
+            by_params.setdefault(json.dumps(r["params"]), []).append(r)
+        complete = [runs for runs in by_params.values() if len(runs) == 1 + len(SIZES) * len(SEEDS)]
+        if not complete:
+            continue
+        exact = [r for runs in complete for r in runs if r["s"] is None]
         best_exact = max(exact, key=lambda r: r["score"])
+        grid = len(view_params(rs[0]["task"], rs[0]["n"]))
         row = {"task": rs[0]["task"], "n": rs[0]["n"], "exact": best_exact["score"],
-               "exact_params": best_exact["params"], "sizes": {}}  # fmt: skip
-        n_params = len(exact)
+               "exact_params": best_exact["params"], "params_done": len(complete), "params_grid": grid,
+               "sizes": {}}  # fmt: skip
         for s in SIZES:
-            per_seed = []
-            diffs = []
-            for seed in SEEDS:
-                runs = [r for r in rs if r["s"] == s and r["seed"] == seed]
-                if len(runs) == n_params:  # the whole parameter grid is done for this seed
-                    per_seed.append(max(r["score"] for r in runs))
-                    diffs += [r["mean_abs_diff"] for r in runs if r["params"] == best_exact["params"]]
-            if per_seed:
-                row["sizes"][s] = {"scores": per_seed, "mean_abs_diff": float(np.mean(diffs))}
+            per_seed = [
+                max(r["score"] for runs in complete for r in runs if r["s"] == s and r["seed"] == seed)
+                for seed in SEEDS
+            ]
+            diffs = [r["mean_abs_diff"] for runs in complete for r in runs
+                     if r["s"] == s and r["params"] == best_exact["params"]]  # fmt: skip
+            row["sizes"][s] = {"scores": per_seed, "mean_abs_diff": float(np.mean(diffs))}
         out[name] = row
     return out
 
@@ -134,8 +140,9 @@ def summarise(records: list[dict]) -> dict:
 def report(summary: dict) -> str:
     measure = {"clustering": "best DBSCAN F-measure", "anomaly": "best kNN AUC"}
     lines = [
-        "| dataset (n) | downstream | exact | " + " | ".join(f"s = {s}" for s in SIZES) + " |",
-        "|---|---|---|" + "---|" * len(SIZES),
+        "| dataset (n) | downstream | view parameters | exact | "
+        + " | ".join(f"s = {s}" for s in SIZES) + " |",
+        "|---|---|---|---|" + "---|" * len(SIZES),
     ]
     gaps = {s: [] for s in SIZES}
     for name, row in summary.items():
@@ -148,7 +155,8 @@ def report(summary: dict) -> str:
             sc = np.array(cell["scores"])
             gaps[s].append(row["exact"] - sc.min())
             cells.append(f"{sc.mean():.3f} (min {sc.min():.3f}; mean abs dY {cell['mean_abs_diff']:.3f})")
-        lines.append(f"| {name} ({row['n']}) | {measure[row['task']]} | {row['exact']:.3f} | "
+        grid = f"{row['params_done']} of {row['params_grid']}"
+        lines.append(f"| {name} ({row['n']}) | {measure[row['task']]} | {grid} | {row['exact']:.3f} | "
                      + " | ".join(cells) + " |")  # fmt: skip
     lines.append("")
     for s in SIZES:
