@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import _validation as v
-from . import oracle, runner
+from . import oracle, paths, runner
 from .dask_client import dask_client, outlives_the_run
 from .inputs import is_path, load_points
 from .lazy import lazy_input
@@ -101,6 +101,10 @@ def _cdf_ts(
         raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
     if not (progress is None or isinstance(progress, bool) or callable(progress)):
         raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
+    # absolute here, on the client: workers with another working directory write where the user meant
+    checkpoint = None if checkpoint is None else paths.absolute(checkpoint)
+    output = None if output is None else paths.absolute(output)
+    paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
     lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
     points = load_points(X) if lazy is None else None
     n, d = points.shape if lazy is None else lazy.shape

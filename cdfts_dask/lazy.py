@@ -17,6 +17,7 @@ import numpy as np
 
 from ._validation import check_numeric_dtype, check_shape
 from .inputs import is_path, open_zarr_array
+from .paths import absolute
 
 
 @dataclass
@@ -88,7 +89,7 @@ def lazy_input(X, name: str = "X") -> LazyInput | None:
     import dask.array as da
 
     if is_zarr_path(X):
-        path = Path(X)
+        path = Path(absolute(X))  # the workers open it: a path relative to their directory would differ
         node = open_zarr_array(path, name)
         check_numeric_dtype(node.dtype, name)
         check_shape(tuple(node.shape), name)

@@ -10,6 +10,7 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, output_format, write_table
 from ..params import DENSE_MAX_N
+from ..paths import check_run_paths
 from . import HelpFormatter
 
 
@@ -106,6 +107,7 @@ def run(args) -> int:
 def _run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
+    check_run_paths(input=args.input, output=args.output, checkpoint=args.checkpoint)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     else:
