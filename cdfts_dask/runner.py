@@ -199,13 +199,15 @@ def run(
     fp = method.fingerprint(X) if checkpoint is not None else None
     result = RunResult(None)
     start = 1
+    ckpt = None
     if checkpoint is not None and store.Checkpoint.exists(checkpoint):
         if not resume:
             raise FileExistsError(
                 f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
                 "or choose another path"
             )
-        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)
+        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)  # verified; None: start again
+    if ckpt is not None:
         done = ckpt.completed
         result.deltas = ckpt.deltas
         result.resumed_from = done
