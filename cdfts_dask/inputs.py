@@ -16,8 +16,11 @@ def is_path(obj) -> bool:
 
 
 def _check_readable(path: Path, name: str) -> None:
+    """A regular file or a folder that exists and can be read (a device or FIFO would block or never end)."""
     if not path.exists():
         raise ValueError(f"{name}: file not found: {str(path)!r}")
+    if not path.is_file() and not path.is_dir():
+        raise ValueError(f"{name}: {str(path)!r} is not a regular file (a device, FIFO or socket)")
     if path.is_file() and not os.access(path, os.R_OK):
         raise ValueError(f"{name}: file not readable: {str(path)!r}")
 
@@ -41,6 +44,9 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
             data = np.load(path, allow_pickle=False)
         except Exception as exc:
             raise ValueError(f"{name}: cannot read {str(path)!r} as .npy: {exc}") from None
+        if not isinstance(data, np.ndarray):  # np.load opens a zip (.npz) whatever the file is named
+            data.close()
+            raise ValueError(f"{name}: {str(path)!r} is a .npz archive (zip), not a .npy array")
     else:
         data = read_zarr_array(path, name)
     labels = None
@@ -67,8 +73,38 @@ def open_zarr_array(path, name: str = "input"):
     return node
 
 
+def read_zarr_block(node, path, selection: tuple[slice, ...], name: str = "input") -> np.ndarray:
+    """``node[selection]``; a chunk that cannot be read (truncated, garbled) is named in a ``ValueError``."""
+    try:
+        return node[selection]
+    except Exception as exc:
+        where = ", ".join(f"{s.start}:{s.stop}" for s in selection)
+        raise ValueError(
+            f"{name}: cannot read the Zarr chunk at [{where}] of {str(path)!r} "
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
+
+
+def zarr_blocks(node) -> list[tuple[slice, ...]]:
+    """The selections of a Zarr array's stored chunks, in C order."""
+    import itertools
+
+    shape, chunks = [int(n) for n in node.shape], [int(c) for c in node.chunks]
+    return [
+        tuple(slice(s, min(s + c, n)) for s, c, n in zip(starts, chunks, shape, strict=True))
+        for starts in itertools.product(*(range(0, n, c) for n, c in zip(shape, chunks, strict=True)))
+    ]
+
+
 def read_zarr_array(path, name: str = "input") -> np.ndarray:
-    return open_zarr_array(path, name)[...]
+    """The whole array; if that fails, the chunks are read one by one to name the damaged one."""
+    node = open_zarr_array(path, name)
+    try:
+        return node[...]
+    except Exception as exc:
+        for selection in zarr_blocks(node):
+            read_zarr_block(node, path, selection, name)
+        raise ValueError(f"{name}: cannot read {str(path)!r}: {type(exc).__name__}: {exc}") from None
 
 
 def load_points(X, name: str = "X") -> np.ndarray:

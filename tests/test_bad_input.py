@@ -352,3 +352,45 @@ def test_property_tiled_finite_in_unit_cube(client, problem, tile):
     _assert_unit_cube(
         cdfts_dask.cdf_ts(X, max_iter=2, method="tiled", client=client, tile_size=tile, **params), X.shape
     )
+
+
+# -- files that are not what their name says, or not files at all (issue 10, item 10) ---------------------
+
+
+def test_npz_named_npy_is_one_line(tmp_path, capsys):
+    """Regression: a .npz (zip) named .npy gave an AttributeError traceback."""
+    src = tmp_path / "in.npy"
+    with open(src, "wb") as fh:
+        np.savez(fh, x=FIVE)
+    with pytest.raises(ValueError, match=r"is a \.npz archive \(zip\), not a \.npy array"):
+        cdfts_dask.cdf_ts(src, max_iter=1)
+    code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet"])
+    assert_one_line_error(code, capsys.readouterr().err, r"\.npz archive")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_non_regular_input_is_refused_not_read(tmp_path, kind):
+    """Regression: reading from /dev/zero or a FIFO hung forever."""
+    import os
+
+    if kind == "fifo":
+        src = tmp_path / "in.csv"
+        os.mkfifo(src)
+    else:
+        src = tmp_path / "zero.npy"
+        src.symlink_to("/dev/zero")
+    res = run_cli("transform", src, tmp_path / "out.npy", "--quiet", timeout=60)
+    assert_one_line_error(res.returncode, res.stderr, r"is not a regular file \(a device, FIFO or socket\)")
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method):
+    """Regression: a truncated chunk in a Zarr input gave a Zstd traceback."""
+    src = tmp_path / "in.zarr"
+    arr = zarr.create_array(str(src), shape=(40, 2), dtype="f8", chunks=(10, 2))
+    arr[...] = np.random.default_rng(0).random((40, 2))
+    chunk = src / "c" / "2" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:7])
+    flags = ["--method", method] + (["--workers", "1"] if method == "tiled" else [])
+    code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", *flags])
+    assert_one_line_error(code, capsys.readouterr().err, r"cannot read the Zarr chunk at \[20:30, 0:2\]")
