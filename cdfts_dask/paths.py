@@ -14,10 +14,37 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import uuid
 from pathlib import Path
 
 #: the ``format`` attribute of a checkpoint store's root group (see :mod:`cdfts_dask.store`)
 STORE_FORMAT = "cdfts-dask"
+
+
+def temporary_sibling(path) -> Path:
+    """A fresh hidden name next to ``path`` to write into before renaming: ``.<name>.<32 hex>.partial``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+
+
+def remove_stale_temporaries(path) -> list[str]:
+    """Remove the :func:`temporary_sibling` files / folders of ``path`` that a killed writer left behind.
+
+    Called after a write of ``path`` succeeded; returns the names removed.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.partial")
+    removed = []
+    for entry in path.parent.iterdir():
+        if pattern.fullmatch(entry.name):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry.name)
+    return removed
 
 
 def absolute(path) -> str:
@@ -47,10 +74,11 @@ def zarr_node_type(path) -> str | None:
 def checkpoint_state(path) -> str:
     """What is at a checkpoint path: ``"absent"``, ``"empty"``, ``"run"``, ``"file"`` or ``"foreign"``.
 
-    ``"empty"`` is an empty folder, or a Zarr group with no attributes and no
-    members (what a run killed right after creating its group leaves);
-    ``"run"`` is a group whose ``format`` attribute is a cdfts-dask store of
-    any version; ``"foreign"`` is anything else in a folder (user files).
+    ``"empty"`` is an empty folder, a Zarr group with no attributes and no
+    members (what a run killed right after creating its group leaves), or a
+    cdfts-dask store that committed no iteration (``completed < 0``);
+    ``"run"`` is any other group whose ``format`` attribute is a cdfts-dask
+    store of any version; ``"foreign"`` is anything else in a folder.
     """
     path = Path(path)
     if not path.exists():
@@ -67,7 +95,9 @@ def checkpoint_state(path) -> str:
     except (OSError, ValueError):
         return "foreign"
     if str(attrs.get("format", "")).startswith(STORE_FORMAT):
-        return "run"
+        done = attrs.get("completed")
+        nothing_committed = isinstance(done, int) and not isinstance(done, bool) and done < 0
+        return "empty" if nothing_committed else "run"
     return "empty" if entries == {"zarr.json"} and not attrs else "foreign"
 
 

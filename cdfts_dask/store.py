@@ -43,14 +43,13 @@ import hashlib
 import json
 import os
 import shutil
-import uuid
 import warnings
 from pathlib import Path
 
 import numpy as np
 import zarr
 
-from .paths import STORE_FORMAT, checkpoint_state, real
+from .paths import STORE_FORMAT, checkpoint_state, real, remove_stale_temporaries, temporary_sibling
 
 FORMAT = STORE_FORMAT
 FORMAT_VERSION = 2
@@ -111,10 +110,6 @@ def write_array(group: zarr.Group, name: str, values: np.ndarray) -> None:
     arr[...] = values
 
 
-def _temporary_sibling(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
-
-
 class Checkpoint:
     """A run's checkpoint store at ``path`` (created or reopened)."""
 
@@ -130,7 +125,7 @@ class Checkpoint:
         ``path`` must be absent, an empty folder, or an empty group (:func:`paths.checkpoint_state`).
         """
         path = Path(path)
-        tmp = _temporary_sibling(path)
+        tmp = temporary_sibling(path)
         try:
             ckpt = cls(tmp)
             ckpt.group.attrs.update(
@@ -148,6 +143,7 @@ class Checkpoint:
             ckpt.write_iteration(0, X0, {}, {})
             _remove_empty_store(path)
             os.replace(tmp, path)
+            remove_stale_temporaries(path)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -155,12 +151,12 @@ class Checkpoint:
 
     @staticmethod
     def exists(path) -> bool:
-        """Whether ``path`` holds a cdfts-dask store (of any version, complete or not)."""
+        """Whether ``path`` holds a cdfts-dask store (of any version) that committed an iteration."""
         return checkpoint_state(path) == "run"
 
     @classmethod
-    def open_for_resume(cls, path, params: dict, fp: str) -> Checkpoint | None:
-        """Reopen and verify a store for resuming; None when it holds no complete iteration (start again).
+    def open_for_resume(cls, path, params: dict, fp: str) -> Checkpoint:
+        """Reopen and verify a store for resuming (one with a committed iteration: :meth:`exists`).
 
         Refuses (:class:`StoreMismatch`) a store of another format or made with
         other parameters or input, and (:class:`StoreDamaged`) one whose
@@ -193,9 +189,6 @@ class Checkpoint:
                 f"checkpoint {path!r} is damaged: its 'completed' attribute is {done!r}, not an iteration "
                 "number; remove the store and start again"
             )
-        if done < 0:  # killed before iteration 0 was committed: nothing to resume, start again
-            shutil.rmtree(path)
-            return None
         ckpt.restore_last_intact(done)
         return ckpt
 
@@ -240,6 +233,32 @@ class Checkpoint:
             deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
             self.group.attrs.update({"completed": t, "deltas": deltas})
         self.discard_incomplete()
+
+    def stored_stop(self, delta: float, max_iter: int) -> int | None:
+        """The iteration at which a run with ``delta`` / ``max_iter`` stops, if this store already holds it.
+
+        That is the first t with Delta_t <= delta, or ``max_iter``, whichever
+        comes first; None when it lies beyond ``completed`` (the run goes
+        on).  An earlier iteration than ``completed`` is verified first, and
+        a :class:`CheckpointWarning` says that the later ones are not used.
+        """
+        done, deltas = self.completed, self.deltas
+        stop = next((t for t, d in enumerate(deltas[:done], start=1) if d <= delta), None)
+        stop = max_iter if stop is None or stop > max_iter else stop
+        if stop > done:
+            return None
+        if stop < done:
+            problem = self.verify(stop)
+            if problem is not None:
+                raise StoreDamaged(f"checkpoint {self.path!r}: {problem}; remove it and start again")
+            why = f"max_iter={max_iter}" if stop == max_iter else f"Delta <= delta={delta} there"
+            warnings.warn(
+                f"checkpoint {self.path!r} holds {done} iterations; this run stops at iteration {stop} "
+                f"({why}): returning iteration {stop}, the later ones are kept but not used",
+                CheckpointWarning,
+                stacklevel=3,
+            )
+        return stop
 
     def discard_incomplete(self) -> None:
         """Delete iterations written after the last complete one (a run killed mid-write)."""
@@ -289,8 +308,11 @@ def _remove_empty_store(path: Path) -> None:
         return
     if state != "empty":
         raise FileExistsError(f"checkpoint {str(path)!r} exists and is not empty; refusing to replace it")
-    (path / "zarr.json").unlink(missing_ok=True)
-    path.rmdir()
+    if {p.name for p in path.iterdir()} <= {"zarr.json"}:
+        (path / "zarr.json").unlink(missing_ok=True)
+        path.rmdir()
+    else:  # a cdfts-dask store that committed nothing (checkpoint_state checked its format attribute)
+        shutil.rmtree(path)
 
 
 def _jsonable(attrs: dict) -> dict:
@@ -311,13 +333,14 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     place; an existing output is replaced only once the new one is complete.
     """
     path = Path(path)
-    tmp = _temporary_sibling(path)
+    tmp = temporary_sibling(path)
     try:
         arr = zarr.create_array(str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape))
         arr[...] = X
         if attrs:
             arr.attrs.update(_jsonable(attrs))
         _replace(tmp, path)
+        remove_stale_temporaries(path)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -328,7 +351,7 @@ def _replace(new: Path, path: Path) -> None:
     if not path.exists() and not path.is_symlink():
         os.replace(new, path)
         return
-    old = _temporary_sibling(path)
+    old = temporary_sibling(path)
     os.replace(path, old)
     os.replace(new, path)
     shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()

@@ -260,3 +260,49 @@ def test_store_layout_has_a_format_version_and_digests(tmp_path, points):
     assert g.attrs["format"] == "cdfts-dask" and g.attrs["format_version"] == 2
     digests = g["iterations/00001"].attrs["digests"]
     assert set(digests) == {"X", "counts"} and all(v.startswith("sha256:") for v in digests.values())
+
+
+# -- resume on a store that holds more, or nothing yet (issue 10, item 12) -----------------------------------
+
+
+def test_resume_with_fewer_iterations_returns_that_iteration_and_says_so(tmp_path, points):
+    """Regression: --resume --max-iter 5 on a store with 8 iterations silently returned all 8."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=8, delta=1e-12, method="dense", checkpoint=store)
+    with pytest.warns(CheckpointWarning, match=r"holds 8 iterations; this run stops at iteration 5 \(max_it"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=5, delta=1e-12)
+    assert info.n_iter == 5 and np.allclose(info.deltas, ref.deltas, atol=1e-12)
+    assert np.abs(Y - ref.X).max() <= 1e-9
+    assert Checkpoint(store).completed == 8  # the later iterations are kept
+
+
+def test_resume_with_a_larger_delta_stops_where_a_fresh_run_would(tmp_path, points):
+    store = tmp_path / "run.zarr"
+    _, full = cdf_ts(points, lam=0.2, max_iter=6, delta=1e-12, method="dense", checkpoint=store,
+                     return_info=True)  # fmt: skip
+    delta = full.deltas[3]  # a fresh run with this delta stops at iteration 4 or earlier
+    fresh, ref = cdf_ts(points, lam=0.2, max_iter=6, delta=delta, method="dense", return_info=True)
+    assert ref.converged and ref.n_iter < 6
+    with pytest.warns(CheckpointWarning, match=f"stops at iteration {ref.n_iter} "):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=6, delta=delta, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.converged and info.n_iter == ref.n_iter and info.deltas == ref.deltas
+    np.testing.assert_allclose(Y, fresh, atol=1e-12)
+
+
+@pytest.mark.parametrize("left", ["empty-group", "group-without-iterations", "empty-folder"])
+@pytest.mark.parametrize("resume", [False, True])
+def test_store_killed_right_after_creation_starts_again(tmp_path, points, left, resume):
+    """Regression: a store killed right after its group was created was refused with and without --resume."""
+    store = tmp_path / "run.zarr"
+    if left == "empty-folder":
+        store.mkdir()
+    else:
+        group = zarr.open_group(str(store), mode="w")
+        if left == "group-without-iterations":  # what the old creation order left after writing attributes
+            group.attrs.update({"format": "cdfts-dask", "format_version": 2, "completed": -1})
+    Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=resume)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-12
+    assert Checkpoint(store).completed == 2
