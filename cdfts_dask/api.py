@@ -15,7 +15,12 @@ from .inputs import is_path, load_points
 from .lazy import lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
+from .outputs import check_writable, output_format, write_table
 from .params import RunParams
+
+
+class WorkersLost(ConnectionError):
+    """The Dask workers holding the run's data were lost (killed, out of memory, network cut)."""
 
 
 def cdf_ts(
@@ -37,6 +42,7 @@ def cdf_ts(
     dtype: str = "float64",
     backend: str = "cpu",
     verbose: bool = False,
+    security=None,
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -63,7 +69,8 @@ def cdf_ts(
     tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
     checkpoint : Zarr store path; every complete iteration is written there
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
-    output : Zarr path to write the result to (returned opened read-only)
+    output : path to write the result to: ``.zarr`` (written by a worker, returned opened
+        read-only), ``.npy`` or ``.csv`` (written atomically here, the array returned)
     progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
         or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
@@ -75,24 +82,26 @@ def cdf_ts(
     verbose : print the messages of the ``cdfts_dask`` logger (start line, one line per
         iteration, the end) on stderr; without it they go only where the application's
         ``logging`` configuration sends them
+    security : a ``distributed.security.Security`` (TLS certificates) for the connection to a
+        scheduler given by address, and for the embedded cluster (which listens on 127.0.0.1 only)
 
     Returns
     -------
     numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks) for a dask array in;
-    or a read-only ``zarr.Array`` when ``output`` is given.
+    or a read-only ``zarr.Array`` when ``output`` is a ``.zarr``.
     """
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
     with verbosity(verbose):
         return _cdf_ts(
             X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
-            n_workers, progress, return_info, dtype, backend,
+            n_workers, progress, return_info, dtype, backend, security,
         )  # fmt: skip
 
 
 def _cdf_ts(
     X, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume, output,
-    n_workers, progress, return_info, dtype, backend,
+    n_workers, progress, return_info, dtype, backend, security,
 ):  # fmt: skip
     params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
     if not isinstance(resume, bool):
@@ -104,6 +113,9 @@ def _cdf_ts(
     # absolute here, on the client: workers with another working directory write where the user meant
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint)
     output = None if output is None else paths.absolute(output)
+    if output is not None:
+        output_format(output)
+        check_writable(output)
     paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
     lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
     points = load_points(X) if lazy is None else None
@@ -129,15 +141,31 @@ def _cdf_ts(
         points = lazy.load() if points is None else points
         dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, return_info, lazy, False)
-    with dask_client(client, p.n_workers, gpu=backend == "cuda") as c:
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    with dask_client(client, p.n_workers, gpu=backend == "cuda", security=security) as c:
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
             logger.info("%s: tiled engine, %s %s, %s", where, backend, dtype, describe_client(c))
         if backend == "cpu":
             _say_if_compiling(c)
-        tiled = runner.TiledMethod(c, p.tile_size, dtype=dtype, device=backend)
-        handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
-        result = runner.run(tiled, handle, **args)
-        return _finish(tiled, result, output, return_info, lazy, outlives_the_run(c))
+        try:
+            tiled = runner.TiledMethod(c, p.tile_size, dtype=dtype, device=backend)
+            handle = tiled.put(points) if lazy is None else lazy.to_worker(c)  # workers read lazy input
+            result = runner.run(tiled, handle, **args)
+            return _finish(tiled, result, output, return_info, lazy, outlives_the_run(c))
+        except (FutureCancelledError, KilledWorker) as exc:
+            raise WorkersLost(_workers_lost_message(exc, checkpoint)) from None
+
+
+def _workers_lost_message(exc: BaseException, checkpoint) -> str:
+    how = (
+        f"continue it from the last saved iteration with resume=True (--resume) and checkpoint {checkpoint!r}"
+        if checkpoint is not None
+        else "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
+    )
+    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"the Dask workers holding this run's data were lost ({type(exc).__name__}: {reason}); {how}"
 
 
 def _say_if_compiling(client) -> None:
@@ -151,9 +179,11 @@ def _say_if_compiling(client) -> None:
 
 
 def _finish(method, result: runner.RunResult, output, return_info: bool, lazy, on_cluster: bool):
-    """The result as the caller expects it: Zarr when ``output`` is given; for a dask array in, a
-    dask array (backed by the result on the workers when the cluster outlives this call); else NumPy."""
-    if output is not None:
+    """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
+    opened read-only; for a dask array in, a dask array (backed by the result on the workers when the
+    cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv`` ``output`` atomically
+    by :func:`outputs.write_table` (the command line's writer)."""
+    if output is not None and output_format(output) == ".zarr":
         import zarr
 
         attrs = {"deltas": result.deltas, "converged": result.converged}
@@ -163,6 +193,8 @@ def _finish(method, result: runner.RunResult, output, return_info: bool, lazy, o
         out = lazy.like_input(result.X if on_cluster else method.fetch(result.X))
     else:
         out = method.fetch(result.X)
+        if output is not None:
+            write_table(output, out)
     result.X = out
     return (out, result) if return_info else out
 
@@ -195,6 +227,7 @@ class CDFTS:
         backend: str = "cpu",
         verbose: bool = False,
         progress: bool | Callable[[runner.IterationReport], None] | None = None,
+        security=None,
     ):
         self.lam = lam
         self.delta = delta
@@ -210,6 +243,7 @@ class CDFTS:
         self.dtype = dtype
         self.backend = backend
         self.verbose = verbose
+        self.security = security
         self.progress = progress
 
     @classmethod
@@ -277,4 +311,4 @@ def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
     return oracle.rescale_dense(Xn, lam, psi)
 
 
-__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path"]
+__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path", "WorkersLost"]

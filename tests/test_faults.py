@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pytest
@@ -512,3 +514,222 @@ def test_relative_paths_are_made_absolute_on_the_client(tmp_path):
     assert store.Checkpoint(client_dir / "rel.zarr").completed == 2
     expected = cdfts_dask.cdf_ts(X, max_iter=2, delta=1e-12, method="dense")
     np.testing.assert_allclose(zarr.open_array(str(client_dir / "rel_o.zarr"))[...], expected, atol=1e-9)
+
+
+# -- outputs: leftovers, symlinks, the .npy writer (issue 10, item 12) -----------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
+def test_partial_leftovers_of_a_killed_writer_are_removed_by_the_next_success(tmp_path, suffix):
+    """Regression: `.partial` files left by a killed client stayed forever."""
+    out = tmp_path / f"out{suffix}"
+    stale_file = tmp_path / f".out{suffix}.{'a' * 32}.partial"
+    stale_dir = tmp_path / f".out{suffix}.{'b' * 32}.partial"
+    stale_file.write_text("half")
+    stale_dir.mkdir()
+    (stale_dir / "zarr.json").write_text("{}")
+    foreign = tmp_path / f".out{suffix}.mine.partial"  # not our pattern: left alone
+    foreign.write_text("user")
+    assert cli_main(["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]) == 0
+    assert out.exists() and not stale_file.exists() and not stale_dir.exists() and foreign.exists()
+
+
+def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
+    """Regression: refused only after the whole computation."""
+    target = tmp_path / "somewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("x")
+    out = tmp_path / "out.zarr"
+    out.symlink_to(target, target_is_directory=True)
+    monkeypatch.setattr(cdfts_dask.runner, "run", lambda *a, **k: pytest.fail("computed before refusing"))
+    code = cli_main(["transform", str(SYN), str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "symbolic link to a directory" in err[0], err
+    assert (target / "keep.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv"])
+def test_api_output_npy_and_csv_are_real_files(tmp_path, syn_X, suffix):
+    """Regression: cdf_ts(X, output="a.npy") wrote a Zarr directory named a.npy."""
+    out = tmp_path / f"a{suffix}"
+    Y = cdfts_dask.cdf_ts(syn_X[:80], max_iter=2, method="dense", output=out)
+    assert out.is_file()
+    got = np.load(out) if suffix == ".npy" else np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(got, Y)
+    np.testing.assert_array_equal(Y, cdfts_dask.cdf_ts(syn_X[:80], max_iter=2, method="dense"))
+    assert leftovers(tmp_path) == []
+
+
+def test_api_output_with_an_unknown_suffix_is_refused_before_work(tmp_path, syn_X):
+    with pytest.raises(ValueError, match=r"unsupported file type '\.txt'"):
+        cdfts_dask.cdf_ts(syn_X[:80], max_iter=1, method="dense", output=tmp_path / "a.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- a scheduler address that is not a working scheduler (issue 10, item 9) ------------------------------
+
+
+@contextmanager
+def _listener(reply: bytes | None):
+    """A TCP listener on 127.0.0.1 that accepts and then sends ``reply`` (or nothing), never closing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    conns = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conns.append(conn)
+            if reply:
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for conn in conns:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda: _listener(None), r"did not answer within 2 s"),
+        (lambda: _listener(b"HTTP/1.1 200 OK\r\n\r\nhello" * 10), r"cannot reach a Dask"),
+        (lambda: nullcontext("tcp://127.0.0.1:notaport"), r"not a usable Dask scheduler address"),
+        (lambda: nullcontext("inproc://x"), r"not a usable Dask scheduler address 'inproc://x'"),
+        (lambda: nullcontext("gopher://host:70"), r"not a usable Dask scheduler address 'gopher://host:70'"),
+    ],
+    ids=["silent", "non-dask-bytes", "bad-port", "inproc", "unknown-scheme"],
+)
+def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern):
+    """Regression: a silent listener hung forever; non-Dask bytes gave `Unable to allocate 3.07 EiB`."""
+    env = {**cli_env(), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    with make() as address:
+        tic = time.monotonic()
+        res = subprocess.run(
+            [sys.executable, "-m", "cdfts_dask", "transform", str(SYN), str(tmp_path / "o.npy"), "--label",
+             "label", "--scheduler", address, "--quiet"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        seconds = time.monotonic() - tic
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert re.search(pattern, lines[0]) and address in lines[0], lines[0]
+    assert seconds < 60 and not (tmp_path / "o.npy").exists()
+
+
+# -- the embedded cluster listens on 127.0.0.1 only (issue 10, item 13) ----------------------------------
+
+_LISTENERS = """
+import psutil
+from cdfts_dask.cluster import get_client
+if __name__ == "__main__":
+    with get_client(None, 1) as c:
+        procs = [psutil.Process()] + psutil.Process().children(recursive=True)
+        for p in procs:
+            for conn in p.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN:
+                    print(conn.laddr.ip, conn.laddr.port)
+        print("dashboard", c.dashboard_link)
+"""
+
+
+def test_embedded_cluster_listens_on_loopback_only(tmp_path):
+    """Regression: the embedded cluster's HTTP server (/health, /metrics, /info) listened on 0.0.0.0."""
+    script = tmp_path / "listeners.py"
+    script.write_text(_LISTENERS)
+    res = subprocess.run(
+        [sys.executable, str(script)], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    ips = {line.split()[0] for line in lines if not line.startswith("dashboard")}
+    assert len(lines) >= 4 and ips == {"127.0.0.1"}, lines  # scheduler, dashboard, worker, nanny
+    assert lines[-1].startswith("dashboard http://127.0.0.1:")
+
+
+def test_cli_prints_the_dashboard_link_when_asked(tmp_path):
+    args = ["--label", "label", "--max-iter", "1", "--workers", "1", "--dashboard", "--quiet"]
+    res = run_cli("transform", SYN, tmp_path / "o.npy", *args)
+    assert res.returncode == 0, res.stderr
+    assert re.fullmatch(r"dashboard: http://127\.0\.0\.1:\d+/status", res.stderr.strip()), res.stderr
+
+
+def test_security_is_passed_to_the_embedded_cluster(syn_X):
+    """A user-supplied Security (here temporary TLS certificates) reaches the cluster: it speaks tls://."""
+    pytest.importorskip("cryptography")
+    from distributed.security import Security
+
+    from cdfts_dask.cluster import get_client
+
+    security = Security.temporary()
+    with get_client(None, 1, security=security) as c:
+        assert c.scheduler.address.startswith("tls://127.0.0.1:")
+        Y = cdfts_dask.cdf_ts(syn_X[:60], max_iter=1, method="tiled", client=c)
+    np.testing.assert_allclose(Y, cdfts_dask.cdf_ts(syn_X[:60], max_iter=1, method="dense"), atol=1e-9)
+
+
+# -- all workers lost, Ctrl-C: one line, nothing left behind (issue 10, items 8 and 11) ---------------------
+
+
+def _worker_processes(proc: subprocess.Popen) -> list:
+    """The embedded cluster's worker processes (multiprocessing spawn children) of a CLI run."""
+    import psutil
+
+    return [
+        p
+        for p in psutil.Process(proc.pid).children(recursive=True)
+        if "spawn_main" in " ".join(p.cmdline()) and "resource_tracker" not in " ".join(p.cmdline())
+    ]
+
+
+@pytest.mark.slow
+def test_all_workers_killed_is_one_line_saying_how_to_resume(tmp_path):
+    """Regression: killing every worker at once gave a FutureCancelledError traceback."""
+    ckpt, out = tmp_path / "run.zarr", tmp_path / "out.npy"
+    args = ["transform", SYN, out, "--label", "label", "--delta", "1e-12", "--max-iter", "50",
+            "--workers", "1", "--tile-size", "500", "--checkpoint", ckpt]  # fmt: skip
+    proc = spawn_cli(*args)
+    try:
+        wait_for_line(proc, "iteration   1")
+        workers = _worker_processes(proc)
+        assert workers, "no worker process found"
+        for w in workers:
+            w.kill()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("iteration ")]
+    assert proc.returncode == 2 and len(lines) == 1, err
+    assert "workers holding this run's data were lost" in lines[0] and "--resume" in lines[0], lines[0]
+    assert "Traceback" not in err and not out.exists() and leftovers(tmp_path) == []
+    assert store.Checkpoint(ckpt).completed >= 1  # resumable
+    res = run_cli(*args, "--resume", "--max-iter", "3", "--quiet")
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", [["--method", "dense"], ["--workers", "1", "--tile-size", "500"]],
+                         ids=["dense", "tiled"])  # fmt: skip
+def test_ctrl_c_is_exit_130_and_one_line(tmp_path, engine):
+    """Regression: SIGINT to the process group printed AllExit / KeyboardInterrupt tracebacks per worker."""
+    out = tmp_path / "out.npy"
+    args = ["--label", "label", "--delta", "1e-12", "--max-iter", "100", *engine]
+    proc = spawn_cli("transform", SYN, out, *args)
+    try:
+        wait_for_line(proc, "iteration   1")
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("iteration ")]
+    assert proc.returncode == 130 and lines == ["cdfts transform: interrupted"], err
+    assert not out.exists() and leftovers(tmp_path) == []

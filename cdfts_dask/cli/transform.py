@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import time
 
@@ -115,25 +117,26 @@ def _run(args) -> int:
         if args.label is None and not args.no_label:
             check_no_label_column(header)
     tic = time.perf_counter()
-    Y, info = cdf_ts(
-        X,
-        lam=args.lam,
-        delta=args.delta,
-        max_iter=args.max_iter,
-        estimator=args.estimator,
-        k=args.k,
-        method=args.method,  # "auto" with --scheduler or --workers is the engine (RunParams.for_points)
-        client=args.scheduler,
-        tile_size=args.tile_size,
-        checkpoint=args.checkpoint,
-        resume=args.resume,
-        n_workers=args.workers,
-        progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
-        return_info=True,
-        output=_worker_output(args, labels),
-        dtype=args.dtype,
-        backend="cuda" if args.gpu else "cpu",
-    )
+    with _dask_quiet():
+        Y, info = cdf_ts(
+            X,
+            lam=args.lam,
+            delta=args.delta,
+            max_iter=args.max_iter,
+            estimator=args.estimator,
+            k=args.k,
+            method=args.method,  # "auto" with --scheduler or --workers is the engine (RunParams.for_points)
+            client=args.scheduler,
+            tile_size=args.tile_size,
+            checkpoint=args.checkpoint,
+            resume=args.resume,
+            n_workers=args.workers,
+            progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
+            return_info=True,
+            output=_worker_output(args, labels),
+            dtype=args.dtype,
+            backend="cuda" if args.gpu else "cpu",
+        )
     label_name = "label"
     if (
         labels is not None
@@ -147,6 +150,23 @@ def _run(args) -> int:
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
+
+
+@contextlib.contextmanager
+def _dask_quiet():
+    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
+    the duration, in this process and in an embedded cluster: they would come before the CLI's
+    one-line error."""
+    import dask
+
+    logger_ = logging.getLogger("distributed")
+    level = logger_.level
+    logger_.setLevel(logging.CRITICAL)
+    try:
+        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
+            yield
+    finally:
+        logger_.setLevel(level)
 
 
 # -- reliability: keep large Zarr data off the client -------------------------------------------------
