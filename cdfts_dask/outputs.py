@@ -25,6 +25,8 @@ def output_format(path) -> str:
 def check_writable(path) -> None:
     """Fail early (before any computation) if ``path``'s directory cannot be written."""
     parent = Path(path).resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise ValueError(f"output: {str(parent)!r} is a file, not a directory")
     if not parent.is_dir():
         raise ValueError(f"output: directory does not exist: {str(parent)!r}")
     if not os.access(parent, os.W_OK):

@@ -162,10 +162,10 @@ def test_cli_output_directory_missing_fails_before_work(tmp_path, capsys):
     assert not out.parent.exists()
 
 
-def test_api_output_under_a_regular_file_raises_oserror(tmp_path, syn_X):
+def test_api_output_under_a_regular_file_is_refused_before_work(tmp_path, syn_X):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(OSError):
+    with pytest.raises(ValueError, match=r"output: '.*file' is a file, not a directory"):
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", output=blocker / "out.zarr")
     assert leftovers(tmp_path) == [] and blocker.read_text() == "x"
 
