@@ -159,14 +159,16 @@ def _dask_quiet():
     one-line error."""
     import dask
 
-    logger_ = logging.getLogger("distributed")
-    level = logger_.level
-    logger_.setLevel(logging.CRITICAL)
+    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
+    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
     try:
         with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
             yield
     finally:
-        logger_.setLevel(level)
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 # -- reliability: keep large Zarr data off the client -------------------------------------------------
