@@ -9,13 +9,18 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import _validation as v
-from . import model, oracle, runner, sampling
+from . import model, oracle, paths, runner, sampling
 from .dask_client import dask_client, outlives_the_run
 from .inputs import is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
+from .outputs import check_writable, output_format, write_table
 from .params import RunParams
+
+
+class WorkersLost(ConnectionError):
+    """The Dask workers holding the run's data were lost (killed, out of memory, network cut)."""
 
 
 def cdf_ts(
@@ -39,6 +44,7 @@ def cdf_ts(
     verbose: bool = False,
     n_references: int | None = None,
     random_state=None,
+    security=None,
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -66,7 +72,8 @@ def cdf_ts(
     checkpoint : Zarr store path; every complete iteration is written there (a completed
         store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
-    output : Zarr path to write the result to (returned opened read-only)
+    output : path to write the result to: ``.zarr`` (written by a worker, returned opened
+        read-only), ``.npy`` or ``.csv`` (written atomically here, the array returned)
     progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
         or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
@@ -82,28 +89,39 @@ def cdf_ts(
         (``random_state``), then transform all n points with the fitted run, O(n s T) work
         (DESIGN.md section 5; k-NN uses ``k_s = max(1, round(k s / n))``).  None or >= n: exact.
     random_state : seed of the draw (int, ``numpy.random.RandomState`` or None)
+    security : a ``distributed.security.Security`` (TLS certificates) for the connection to a
+        scheduler given by address, and for the embedded cluster (which listens on 127.0.0.1 only)
 
     Returns
     -------
     numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks) for a dask array in;
-    or a read-only ``zarr.Array`` when ``output`` is given.  With ``n_references < n`` the
+    or a read-only ``zarr.Array`` when ``output`` is a ``.zarr``.  With ``n_references < n`` the
     points that were not drawn may lie slightly outside [0, 1].
     """
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
-    model.check_not_the_input(output, X)
+    # absolute here, on the client: workers with another working directory write where the user meant
+    checkpoint = None if checkpoint is None else paths.absolute(checkpoint)
+    output = None if output is None else paths.absolute(output)
+    if output is not None:
+        output_format(output)
+        check_writable(output)
+    paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
     with verbosity(verbose):
         fit = FitSpec.check(
             X, lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k, method=method,
             client=client, tile_size=tile_size, checkpoint=checkpoint, resume=resume, n_workers=n_workers,
             progress=progress, dtype=dtype, backend=backend, n_references=n_references,
-            random_state=random_state,
+            random_state=random_state, security=security,
         )  # fmt: skip
         if not fit.sampled:
             out, result = fit_exact(fit, output=output)
         else:
             result = fit_sample(fit)
-            out = transform_input(result.model, fit, output)
+            to_zarr = output is not None and output_format(output) == ".zarr"
+            out = transform_input(result.model, fit, output if to_zarr else None)
+            if output is not None and not to_zarr:
+                write_table(output, out)
             result.X = out
         return (out, result) if return_info else out
 
@@ -123,6 +141,7 @@ class FitSpec:
     progress: object
     n_references: int | None
     random_state: object
+    security: object = None  # distributed.security.Security for the Dask connection, or None
 
     @property
     def sampled(self) -> bool:
@@ -130,7 +149,8 @@ class FitSpec:
 
     @classmethod
     def check(cls, X, *, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume,
-              n_workers, progress, dtype, backend, n_references, random_state) -> FitSpec:  # fmt: skip
+              n_workers, progress, dtype, backend, n_references, random_state,
+              security=None) -> FitSpec:  # fmt: skip
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
         n_references = sampling.check_n_references(n_references)
@@ -145,7 +165,7 @@ class FitSpec:
         n, d = points.shape if lazy is None else lazy.shape
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
-                   resume, progress, n_references, random_state)  # fmt: skip
+                   resume, progress, n_references, random_state, security)  # fmt: skip
 
 
 def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
@@ -171,16 +191,32 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
         points = fit.lazy.load() if fit.points is None else fit.points
         dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, fit.lazy, False)
-    with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda") as c:
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda", security=fit.security) as c:
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
             logger.info("%s: tiled engine, %s %s, %s", where, p.backend, p.dtype, describe_client(c))
         if p.backend == "cpu":
             _say_if_compiling(c)
-        tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
-        # workers read lazy input
-        handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
-        result = runner.run(tiled, handle, **args)
-        return _finish(tiled, result, output, fit.lazy, outlives_the_run(c))
+        try:
+            tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
+            # workers read lazy input
+            handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
+            result = runner.run(tiled, handle, **args)
+            return _finish(tiled, result, output, fit.lazy, outlives_the_run(c))
+        except (FutureCancelledError, KilledWorker) as exc:
+            raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
+
+
+def _workers_lost_message(exc: BaseException, checkpoint) -> str:
+    how = (
+        f"continue it from the last saved iteration with resume=True (--resume) and checkpoint {checkpoint!r}"
+        if checkpoint is not None
+        else "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
+    )
+    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"the Dask workers holding this run's data were lost ({type(exc).__name__}: {reason}); {how}"
 
 
 def fit_sample(fit: FitSpec) -> runner.RunResult:
@@ -210,7 +246,7 @@ def transform_input(model_, fit: FitSpec, output=None):
     if fit.lazy is None and fit.client is None:
         return model.transform_numpy(model_, fit.points)  # threads of this process
     source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-    with dask_client(fit.client, fit.params.n_workers) as c:
+    with dask_client(fit.client, fit.params.n_workers, security=fit.security) as c:
         return c.compute(model.transform_dask(model_, source)).result()
 
 
@@ -232,10 +268,11 @@ def _say_if_compiling(client) -> None:
 
 
 def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
-    """The result as the caller expects it: Zarr when ``output`` is given; for a dask array in, a
-    dask array (backed by the result on the workers when the cluster outlives this call); else NumPy.
-    Returns ``(result, RunResult)``."""
-    if output is not None:
+    """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
+    opened read-only; for a dask array in, a dask array (backed by the result on the workers when the
+    cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv`` ``output`` atomically
+    by :func:`outputs.write_table` (the command line's writer).  Returns ``(result, RunResult)``."""
+    if output is not None and output_format(output) == ".zarr":
         import zarr
 
         attrs = {"deltas": result.deltas, "converged": result.converged}
@@ -245,6 +282,8 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
         out = lazy.like_input(result.X if on_cluster else method.fetch(result.X))
     else:
         out = method.fetch(result.X)
+        if output is not None:
+            write_table(output, out)
     result.X = out
     return out, result
 
@@ -282,4 +321,4 @@ def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
 
 from .estimator import CDFTS  # noqa: E402  (the estimator is built on the functions above)
 
-__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path"]
+__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path", "WorkersLost"]

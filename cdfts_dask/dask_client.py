@@ -9,6 +9,7 @@ import warnings
 import weakref
 
 from .log import logger
+from .scheduler_check import check_scheduler, connect_timeout
 
 #: clients :func:`dask_client` opened itself (closed when its block ends)
 _TEMPORARY: weakref.WeakSet = weakref.WeakSet()
@@ -36,16 +37,24 @@ def session_client():
 
 
 @contextlib.contextmanager
-def dask_client(client=None, n_workers: int | None = None, gpu: bool = False):
+def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, security=None):
     """Yield a client, closing whatever this function started.
 
     * a ``distributed.Client``: used as is;
-    * a string: the address of a running scheduler (``tcp://host:8786``);
+    * a string: the address of a running scheduler (``tcp://host:8786``, ``tls://...``), checked first
+      by :func:`~cdfts_dask.scheduler_check.check_scheduler` (bounded handshake, one-line errors);
     * ``None``: the session's default client when one is open (a Dask user's
       ``Client(...)``, as every Dask collection would use it; ``n_workers`` is
       then ignored, with a warning), otherwise an embedded cluster started for
       this run: ``LocalCluster`` with ``n_workers`` single-threaded worker
-      processes, or ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when ``gpu``.
+      processes, or ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when ``gpu``; its scheduler,
+      workers and dashboard listen on 127.0.0.1 only, its worker processes ignore SIGINT (a Ctrl-C
+      reaches this process, which closes them: no traceback per worker), and it drops log records
+      below the Dask configuration value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR;
+      the command line sets 50: its errors are one line of its own).
+
+    ``security`` (a ``distributed.security.Security``, e.g. TLS certificates) is passed to the client
+    for a scheduler address and to the embedded cluster.
     """
     from distributed import Client
 
@@ -53,8 +62,9 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False):
         yield client
         return
     if isinstance(client, str):
+        check_scheduler(client, security)
         try:
-            c = Client(client, timeout="10s")
+            c = Client(client, timeout=connect_timeout(), security=security)
         except OSError as exc:
             raise ValueError(f"client: cannot reach the Dask scheduler at {client!r}: {exc}") from None
         with c:
@@ -76,21 +86,42 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False):
         logger.info("using the session's default Dask client (scheduler %s)", ambient.scheduler.address)
         yield ambient
         return
+    import dask
+
+    local = dict(host="127.0.0.1", dashboard_address="127.0.0.1:0", security=security)
     if gpu:
         from dask_cuda import LocalCUDACluster
 
-        cluster = LocalCUDACluster(n_workers=n_workers)
+        cluster = LocalCUDACluster(n_workers=n_workers, **local)
     else:
         from distributed import LocalCluster
 
-        cluster = LocalCluster(
-            n_workers=n_workers or default_workers(),
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=40,
-        )
-    with cluster, Client(cluster) as c:
+        with _sigint_ignored_by_children():
+            cluster = LocalCluster(
+                n_workers=n_workers or default_workers(),
+                threads_per_worker=1,
+                processes=True,
+                silence_logs=dask.config.get("cdfts.embedded-cluster.silence-logs", 40),
+                **local,
+            )
+    with cluster, Client(cluster, security=security) as c:
         _TEMPORARY.add(c)
         logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
         yield c
+
+
+@contextlib.contextmanager
+def _sigint_ignored_by_children():
+    """Ignore SIGINT while child processes are started (they inherit it, and Python keeps an ignored
+    SIGINT ignored); this process's own handler is restored afterwards.  Main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -61,6 +61,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         progress=None,
         n_references: int | None = None,
         random_state=None,
+        security=None,
     ):
         self.lam = lam
         self.delta = delta
@@ -79,6 +80,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.progress = progress
         self.n_references = n_references
         self.random_state = random_state
+        self.security = security
 
     def _validated(self, X, reset: bool):
         """Array-likes: scikit-learn validation (float64, 2-D, finite, n >= 2, feature checks).

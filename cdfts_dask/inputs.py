@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_points
+from .csv_input import label_index, read_csv_table
 
 
 def is_path(obj) -> bool:
@@ -15,8 +16,11 @@ def is_path(obj) -> bool:
 
 
 def _check_readable(path: Path, name: str) -> None:
+    """A regular file or a folder that exists and can be read (a device or FIFO would block or never end)."""
     if not path.exists():
         raise ValueError(f"{name}: file not found: {str(path)!r}")
+    if not path.is_file() and not path.is_dir():
+        raise ValueError(f"{name}: {str(path)!r} is not a regular file (a device, FIFO or socket)")
     if path.is_file() and not os.access(path, os.R_OK):
         raise ValueError(f"{name}: file not readable: {str(path)!r}")
 
@@ -24,89 +28,35 @@ def _check_readable(path: Path, name: str) -> None:
 def read_table(path, label_column: str | int | None = None, name: str = "input"):
     """Read a CSV, .npy or Zarr file into ``(X, labels, header)``.
 
-    CSV files may have a header row (detected when the first row is not
-    numeric).  ``label_column`` (a header name or an index; negative counts
-    from the end) is split off and returned untouched as strings.
+    CSV files are read by :func:`cdfts_dask.csv_input.read_csv_table` (header
+    row detected with the label column set aside; labels returned untouched
+    as text).  For .npy and Zarr ``label_column`` is an index (negative
+    counts from the end) and the labels are that column's values.
     """
     path = Path(path)
     _check_readable(path, name)
     suffix = path.suffix.lower()
+    if suffix not in (".npy", ".zarr") and not path.is_dir():
+        X, labels, header = read_csv_table(path, label_column, name)
+        return X, labels, header
     if suffix == ".npy":
         try:
             data = np.load(path, allow_pickle=False)
         except Exception as exc:
             raise ValueError(f"{name}: cannot read {str(path)!r} as .npy: {exc}") from None
-        header = None
-    elif suffix == ".zarr" or path.is_dir():
-        data = read_zarr_array(path, name)
-        header = None
+        if not isinstance(data, np.ndarray):  # np.load opens a zip (.npz) whatever the file is named
+            data.close()
+            raise ValueError(f"{name}: {str(path)!r} is a .npz archive (zip), not a .npy array")
     else:
-        data, header = _read_csv(path, name)
+        data = read_zarr_array(path, name)
     labels = None
     if label_column is not None:
         if data.ndim != 2:
             raise ValueError(f"{name}: need a 2-D table to take a label column from, got shape {data.shape}")
-        col = _column_index(label_column, header, data.shape[1], name)
+        col = label_index(label_column, None, data.shape[1], name)
         labels = data[:, col]
         data = np.delete(data, col, axis=1)
-        if header is not None:
-            header = [h for i, h in enumerate(header) if i != col]
-    return _to_numeric(data, name), labels, header
-
-
-def _column_index(label_column, header, ncols: int, name: str) -> int:
-    if isinstance(label_column, str) and not label_column.lstrip("-").isdigit():
-        if header is None or label_column not in header:
-            raise ValueError(f"label column {label_column!r} not found in {name} (columns: {header})")
-        return header.index(label_column)
-    idx = int(label_column)
-    if not -ncols <= idx < ncols:
-        raise ValueError(f"label column index {idx} out of range for {name} with {ncols} columns")
-    return idx % ncols
-
-
-def _read_csv(path: Path, name: str):
-    import csv
-
-    try:
-        with open(path, newline="") as fh:
-            rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{name}: cannot read {str(path)!r}: {exc}") from None
-    if not rows:
-        raise ValueError(f"{name}: {str(path)!r} is empty")
-    header = None
-    if not all(_is_number(c) for c in rows[0]):
-        header = [c.strip() for c in rows[0]]
-        rows = rows[1:]
-    width = len(header) if header else len(rows[0]) if rows else 0
-    for i, row in enumerate(rows):
-        if len(row) != width:
-            line = i + (2 if header else 1)
-            raise ValueError(f"{name}: {str(path)!r} line {line} has {len(row)} fields, expected {width}")
-    return np.array(rows, dtype=object).reshape(len(rows), width), header
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
-
-
-def _to_numeric(data: np.ndarray, name: str) -> np.ndarray:
-    if data.dtype != object:
-        return data
-    out = np.empty(data.shape, dtype=np.float64)
-    for idx, cell in np.ndenumerate(data):
-        try:
-            out[idx] = float(cell)
-        except ValueError:
-            raise TypeError(
-                f"{name}: non-numeric value {cell!r} at row {idx[0] + 1}, column {idx[1] + 1}"
-            ) from None
-    return out
+    return data, labels, None
 
 
 def open_zarr_array(path, name: str = "input"):
@@ -123,8 +73,38 @@ def open_zarr_array(path, name: str = "input"):
     return node
 
 
+def read_zarr_block(node, path, selection: tuple[slice, ...], name: str = "input") -> np.ndarray:
+    """``node[selection]``; a chunk that cannot be read (truncated, garbled) is named in a ``ValueError``."""
+    try:
+        return node[selection]
+    except Exception as exc:
+        where = ", ".join(f"{s.start}:{s.stop}" for s in selection)
+        raise ValueError(
+            f"{name}: cannot read the Zarr chunk at [{where}] of {str(path)!r} "
+            f"({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
+
+
+def zarr_blocks(node) -> list[tuple[slice, ...]]:
+    """The selections of a Zarr array's stored chunks, in C order."""
+    import itertools
+
+    shape, chunks = [int(n) for n in node.shape], [int(c) for c in node.chunks]
+    return [
+        tuple(slice(s, min(s + c, n)) for s, c, n in zip(starts, chunks, shape, strict=True))
+        for starts in itertools.product(*(range(0, n, c) for n, c in zip(shape, chunks, strict=True)))
+    ]
+
+
 def read_zarr_array(path, name: str = "input") -> np.ndarray:
-    return open_zarr_array(path, name)[...]
+    """The whole array; if that fails, the chunks are read one by one to name the damaged one."""
+    node = open_zarr_array(path, name)
+    try:
+        return node[...]
+    except Exception as exc:
+        for selection in zarr_blocks(node):
+            read_zarr_block(node, path, selection, name)
+        raise ValueError(f"{name}: cannot read {str(path)!r}: {type(exc).__name__}: {exc}") from None
 
 
 def load_points(X, name: str = "X") -> np.ndarray:

@@ -10,13 +10,15 @@ does not grow with n * d (see ``tests/test_out_of_core.py``).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ._validation import check_numeric_dtype, check_shape
-from .inputs import is_path, open_zarr_array
+from .inputs import is_path, open_zarr_array, read_zarr_block
+from .paths import absolute
 
 
 @dataclass
@@ -50,8 +52,6 @@ class LazyInput:
 
     def to_worker(self, client):
         """Future of the validated float64 array, assembled on a worker; raises the worker's error here."""
-        import uuid
-
         # a fresh graph name per run: equal inputs must not share keys with a run still being released
         name = f"cdfts-input-{uuid.uuid4().hex}"
         checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64, name=name)
@@ -76,6 +76,14 @@ def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
     return out
 
 
+def _read_block(path: str, name: str, block_info=None) -> np.ndarray:
+    """One stored chunk of a Zarr array, read on a worker; a damaged chunk is named in the error."""
+    import zarr
+
+    selection = tuple(slice(a, b) for a, b in block_info[None]["array-location"])
+    return read_zarr_block(zarr.open_array(path, mode="r"), path, selection, name)
+
+
 def is_zarr_path(X) -> bool:
     if not is_path(X):
         return False
@@ -88,11 +96,15 @@ def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
     import dask.array as da
 
     if is_zarr_path(X):
-        path = Path(X)
+        path = Path(absolute(X))  # the workers open it: a path relative to their directory would differ
         node = open_zarr_array(path, name)
         check_numeric_dtype(node.dtype, name)
         check_shape(tuple(node.shape), name, min_rows)
-        return LazyInput(da.from_zarr(str(path)), name)
+        blocks = da.map_blocks(
+            _read_block, str(path), name, chunks=da.core.normalize_chunks(node.chunks, node.shape),
+            dtype=node.dtype, name=f"cdfts-read-{uuid.uuid4().hex}",
+        )  # fmt: skip
+        return LazyInput(blocks, name)
     if isinstance(X, da.Array):
         check_numeric_dtype(X.dtype, name)
         check_shape(tuple(X.shape), name, min_rows)

@@ -134,8 +134,10 @@ def _array(values):
 # -- reading a completed run's checkpoint store -----------------------------------------------------------
 
 
-def load(path) -> CDFTSModel:
-    """The model of the completed run stored at ``path`` (a ``--checkpoint`` / ``checkpoint=`` store).
+def load(path, n_iter: int | None = None) -> CDFTSModel:
+    """The model of the completed run stored at ``path`` (a ``--checkpoint`` / ``checkpoint=`` store):
+    its first ``n_iter`` iterations (all when None).  Every iteration read is verified against the
+    checksums stored at commit.
 
     Raises ``ValueError`` naming the path when it is not a cdfts-dask run, the
     run did not complete, or the store predates model support.
@@ -168,7 +170,12 @@ def load(path) -> CDFTSModel:
     lam, estimator, k, dtype = params["lam"], params["estimator"], params.get("k"), params.get("dtype")
     stats_name = "counts" if estimator == "epsilon" else "radius"
     iterations = []
-    for t in range(1, int(attrs["completed"]) + 1):
+    last = int(attrs["completed"]) if n_iter is None else min(int(n_iter), int(attrs["completed"]))
+    for t in range(0, last + 1):
+        problem = store.verify_iteration(group, t)
+        if problem is not None:
+            raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}")
+    for t in range(1, last + 1):
         prev, cur = group[store.iteration_key(t - 1)], group[store.iteration_key(t)]
         it_attrs = dict(cur.attrs)
         iterations.append(

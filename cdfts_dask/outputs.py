@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import errno
 import os
-import uuid
 from pathlib import Path
 
 import numpy as np
 
+from .paths import remove_stale_temporaries, temporary_sibling
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -25,6 +25,8 @@ def output_format(path) -> str:
 def check_writable(path) -> None:
     """Fail early (before any computation) if ``path``'s directory cannot be written."""
     parent = Path(path).resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise ValueError(f"output: {str(parent)!r} is a file, not a directory")
     if not parent.is_dir():
         raise ValueError(f"output: directory does not exist: {str(parent)!r}")
     if not os.access(parent, os.W_OK):
@@ -40,7 +42,7 @@ def write_table(
     if fmt == ".zarr":
         write_output_zarr(path, X)
         return
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    tmp = temporary_sibling(path)
     try:
         if fmt == ".npy":
             with open(tmp, "wb") as fh:
@@ -54,6 +56,7 @@ def write_table(
                     cells = [repr(float(x)) for x in row]
                     writer.writerow(cells + ([labels[i]] if labels is not None else []))
         os.replace(tmp, path)
+        remove_stale_temporaries(path)
     except OSError as exc:
         message = f"output: cannot write {str(path)!r}: {_write_error(exc, path.parent)}"
         raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None

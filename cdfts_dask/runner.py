@@ -232,17 +232,18 @@ def run(
                 f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
                 "or choose another path"
             )
-        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)
+        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)  # verified; may fall back, or refuse
         done = ckpt.completed
-        result.deltas = ckpt.deltas
+        stop = ckpt.stored_stop(delta, max_iter)  # where this run would stop, if the store already holds it
+        result.deltas = ckpt.deltas[: done if stop is None else stop]
         result.resumed_from = done
         logger.info("resuming %s after iteration %d", checkpoint, done)
-        Xt = method.load_positions(checkpoint, done)
+        Xt = method.load_positions(checkpoint, done if stop is None else stop)
         start = done + 1
-        if result.deltas and (result.deltas[-1] <= delta or done >= max_iter):
-            result.X, result.converged = Xt, result.deltas[-1] <= delta
+        if stop is not None:
+            result.X, result.converged = Xt, bool(result.deltas) and result.deltas[-1] <= delta
             if keep_model:
-                result.model = fitted.load(checkpoint)
+                result.model = fitted.load(checkpoint, n_iter=stop)
             return result
     else:
         input_range = method.input_range(X) if (checkpoint is not None or keep_model) else None

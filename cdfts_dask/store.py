@@ -1,39 +1,64 @@
-"""Zarr layout of a CDF-TS run: checkpoints, resume, and array output.
+"""Zarr layout of a CDF-TS run: checkpoints, verified resume, the run lock, and array output.
 
-Layout of a checkpoint store (a Zarr v3 group)::
+Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 2::
 
-    attrs: format, format_version, params (lam, estimator, k, dtype), fingerprint, shape,
-           completed (index of the last complete iteration), deltas, status
+    attrs: format ("cdfts-dask"), format_version (2), params (lam, estimator, k, dtype,
+           delta, max_iter), fingerprint (SHA-256 of the input), shape,
+           completed (index of the last complete iteration), deltas (Delta of
+           iterations 1..completed), status ("running", "converged", "max_iter")
     iterations/00000/X          the min-max normalised input
     iterations/00000 attrs:     lo, hi (column range of the raw input; format_version >= 2)
     iterations/<t>/X            positions after iteration t (normalised)
     iterations/<t>/counts       epsilon estimator: c(z) of iteration t
     iterations/<t>/radius       k-NN estimator: lam_k(z) (units of m)
-    iterations/<t> attrs:       m, lo, hi (range used to normalise), delta, seconds
+    iterations/<t> attrs:       digests ({array name: "sha256:<hex>"}), m, lo, hi
+                                (range used to normalise), delta, seconds
 
-An iteration is *complete* once the root attribute ``completed`` names it:
-that attribute is written last, and Zarr writes it atomically (temporary
-file, then rename).  Anything beyond ``completed`` is a half-written
-iteration and is discarded on resume.
+Commit.  Iteration t's arrays are written first, then its attributes with
+the SHA-256 digest of every array (dtype, shape and C-order bytes), then the
+root attribute ``completed = t``.  Zarr writes each ``zarr.json`` atomically
+(temporary file, then rename), so ``completed`` only ever names an iteration
+whose arrays and digests were fully written.  A new store is built (with
+iteration 0) under a temporary sibling name and renamed into place, so a run
+killed while creating it leaves no half-made store.
+
+Resume (:meth:`Checkpoint.open_for_resume`).  The store must have this
+format, the same input fingerprint and the same trajectory parameters.
+``completed`` must be an integer.  The iteration it names is verified
+against its digests (a missing chunk reads as the fill value and a truncated
+chunk fails to decode: both fail the check); if it is damaged the newest
+intact earlier iteration is used instead, with a :class:`CheckpointWarning`,
+and everything after it is discarded; if none is intact the store is refused
+(:class:`StoreDamaged`).  Iterations beyond ``completed`` are half-written
+and discarded.  A store holding no complete iteration (killed while being
+created by an older version) is started again.
+
+Later versions add fields as new attributes; ``FORMAT_VERSION`` is raised
+when a reader must know about them.  Stores of ``format = "cdfts-dask/1"``
+(no digests) cannot be verified and are refused.
 
 A store whose ``status`` is in :data:`COMPLETE_STATUSES` is a fitted model
 (:func:`cdfts_dask.model.load`): iteration t's references are the positions
-of iteration t - 1, with iteration t's statistics, m, lo and hi.
+of iteration t - 1, with iteration t's statistics, m, lo and hi; iteration 0
+keeps ``lo``, ``hi``, the raw input's column range.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
-import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
 import zarr
 
-FORMAT = "cdfts-dask/1"
-#: 2: iteration 0 keeps the raw input's column range, so a completed run is a model
+from .paths import STORE_FORMAT, checkpoint_state, real, remove_stale_temporaries, temporary_sibling
+
+FORMAT = STORE_FORMAT
+#: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model)
 FORMAT_VERSION = 2
 #: ``status`` of a run that finished (converged, or stopped at max_iter)
 COMPLETE_STATUSES = ("converged", "max_iter")
@@ -42,7 +67,15 @@ TRAJECTORY_PARAMS = ("lam", "estimator", "k", "dtype")
 
 
 class StoreMismatch(ValueError):
-    """A checkpoint store was made for other parameters or other input."""
+    """A checkpoint store was made for other parameters or other input, or is not a store of this format."""
+
+
+class StoreDamaged(ValueError):
+    """A checkpoint store whose data fail verification and cannot be resumed."""
+
+
+class CheckpointWarning(UserWarning):
+    """A resume had to fall back to an earlier iteration (the newer one was damaged)."""
 
 
 def fingerprint(X: np.ndarray) -> str:
@@ -50,6 +83,26 @@ def fingerprint(X: np.ndarray) -> str:
     h = hashlib.sha256(repr(tuple(X.shape)).encode())
     h.update(np.ascontiguousarray(X, dtype=np.float64).tobytes())
     return h.hexdigest()
+
+
+def _digest_start(dtype, shape) -> hashlib._Hash:
+    return hashlib.sha256(f"{np.dtype(dtype).str}{tuple(int(s) for s in shape)}".encode())
+
+
+def array_digest(values: np.ndarray) -> str:
+    """``sha256:<hex>`` of an array's dtype, shape and C-order bytes."""
+    h = _digest_start(values.dtype, values.shape)
+    h.update(np.ascontiguousarray(values).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def stored_digest(arr: zarr.Array) -> str:
+    """:func:`array_digest` of a stored array, read one chunk-row at a time (memory: one chunk row)."""
+    h = _digest_start(arr.dtype, arr.shape)
+    step = max(1, int(arr.chunks[0])) if arr.ndim else 1
+    for start in range(0, int(arr.shape[0]) if arr.ndim else 1, step):
+        h.update(np.ascontiguousarray(arr[start : start + step] if arr.ndim else arr[...]).tobytes())
+    return "sha256:" + h.hexdigest()
 
 
 def iteration_key(t: int) -> str:
@@ -76,39 +129,61 @@ class Checkpoint:
     # -- creation and resume -------------------------------------------------
     @classmethod
     def create(cls, path, params: dict, fp: str, X0: np.ndarray, input_range=None) -> Checkpoint:
-        """Start a new store holding the normalised input as iteration 0 (and the raw input's range)."""
-        ckpt = cls(path)
-        ckpt.group.attrs.update(
-            {
-                "format": FORMAT,
-                "format_version": FORMAT_VERSION,
-                "params": params,
-                "fingerprint": fp,
-                "shape": list(X0.shape),
-                "completed": -1,
-                "deltas": [],
-                "status": "running",
-            }
-        )
-        lo_hi = {} if input_range is None else {"lo": input_range[0], "hi": input_range[1]}
-        ckpt.write_iteration(0, X0, {}, lo_hi)
-        return ckpt
+        """Build a new store holding the normalised input as iteration 0 (and the raw input's range),
+        then rename it into place.
+
+        ``path`` must be absent, an empty folder, or an empty group (:func:`paths.checkpoint_state`).
+        """
+        path = Path(path)
+        tmp = temporary_sibling(path)
+        try:
+            ckpt = cls(tmp)
+            ckpt.group.attrs.update(
+                {
+                    "format": FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "params": params,
+                    "fingerprint": fp,
+                    "shape": list(X0.shape),
+                    "completed": -1,
+                    "deltas": [],
+                    "status": "running",
+                }
+            )
+            lo_hi = {} if input_range is None else {"lo": input_range[0], "hi": input_range[1]}
+            ckpt.write_iteration(0, X0, {}, lo_hi)
+            _remove_empty_store(path)
+            os.replace(tmp, path)
+            remove_stale_temporaries(path)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return cls(path)
 
     @staticmethod
     def exists(path) -> bool:
-        return Path(path, "zarr.json").exists()
+        """Whether ``path`` holds a cdfts-dask store (of any version) that committed an iteration."""
+        return checkpoint_state(path) == "run"
 
     @classmethod
     def open_for_resume(cls, path, params: dict, fp: str) -> Checkpoint:
-        """Reopen a store, refusing one made with other parameters or input."""
+        """Reopen and verify a store for resuming (one with a committed iteration: :meth:`exists`).
+
+        Refuses (:class:`StoreMismatch`) a store of another format or made with
+        other parameters or input, and (:class:`StoreDamaged`) one whose
+        iterations all fail verification.  Falls back, with a warning, to the
+        newest intact iteration when the last complete one is damaged.
+        """
         try:
             ckpt = cls(path)
             attrs = dict(ckpt.group.attrs)
         except Exception as exc:  # not a Zarr group at all
             raise StoreMismatch(f"checkpoint {path!r} is not a cdfts-dask store: {exc}") from None
-        if attrs.get("format") != FORMAT:
+        if attrs.get("format") != FORMAT or attrs.get("format_version") != FORMAT_VERSION:
             raise StoreMismatch(
-                f"checkpoint {path!r} is not a cdfts-dask store (format={attrs.get('format')!r})"
+                f"checkpoint {path!r} is not a cdfts-dask store of format version {FORMAT_VERSION} "
+                f"(format={attrs.get('format')!r}, format_version={attrs.get('format_version')!r}); "
+                "stores of earlier versions carry no checksums and cannot be verified: start a new one"
             )
         if attrs.get("fingerprint") != fp:
             raise StoreMismatch(f"checkpoint {path!r} was made from other input data (fingerprint differs)")
@@ -119,10 +194,67 @@ class Checkpoint:
                     f"checkpoint {path!r} was made with {key}={stored.get(key)!r}, "
                     f"this run has {key}={params.get(key)!r}"
                 )
-        if attrs.get("completed", -1) < 0:
-            raise StoreMismatch(f"checkpoint {path!r} holds no complete iteration; remove it and start again")
-        ckpt.discard_incomplete()
+        done = attrs.get("completed")
+        if isinstance(done, bool) or not isinstance(done, int):
+            raise StoreDamaged(
+                f"checkpoint {path!r} is damaged: its 'completed' attribute is {done!r}, not an iteration "
+                "number; remove the store and start again"
+            )
+        ckpt.restore_last_intact(done)
         return ckpt
+
+    def verify(self, t: int) -> str | None:
+        """None if iteration t's arrays match the digests stored at commit, else what is wrong."""
+        return verify_iteration(self.group, t)
+
+    def restore_last_intact(self, done: int) -> None:
+        """Make the newest intact iteration <= ``done`` the last complete one; refuse if there is none."""
+        problems = []
+        for t in range(done, -1, -1):
+            problem = self.verify(t)
+            if problem is None:
+                break
+            problems.append(problem)
+        else:
+            raise StoreDamaged(
+                f"checkpoint {self.path!r} is damaged and holds no intact iteration "
+                f"({'; '.join(problems[:3])}); remove it and start again"
+            )
+        if t < done:
+            warnings.warn(
+                f"checkpoint {self.path!r}: {problems[0]}; resuming from iteration {t}, the newest intact",
+                CheckpointWarning,
+                stacklevel=3,
+            )
+            deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
+            self.group.attrs.update({"completed": t, "deltas": deltas})
+        self.discard_incomplete()
+
+    def stored_stop(self, delta: float, max_iter: int) -> int | None:
+        """The iteration at which a run with ``delta`` / ``max_iter`` stops, if this store already holds it.
+
+        That is the first t with Delta_t <= delta, or ``max_iter``, whichever
+        comes first; None when it lies beyond ``completed`` (the run goes
+        on).  An earlier iteration than ``completed`` is verified first, and
+        a :class:`CheckpointWarning` says that the later ones are not used.
+        """
+        done, deltas = self.completed, self.deltas
+        stop = next((t for t, d in enumerate(deltas[:done], start=1) if d <= delta), None)
+        stop = max_iter if stop is None or stop > max_iter else stop
+        if stop > done:
+            return None
+        if stop < done:
+            problem = self.verify(stop)
+            if problem is not None:
+                raise StoreDamaged(f"checkpoint {self.path!r}: {problem}; remove it and start again")
+            why = f"max_iter={max_iter}" if stop == max_iter else f"Delta <= delta={delta} there"
+            warnings.warn(
+                f"checkpoint {self.path!r} holds {done} iterations; this run stops at iteration {stop} "
+                f"({why}): returning iteration {stop}, the later ones are kept but not used",
+                CheckpointWarning,
+                stacklevel=3,
+            )
+        return stop
 
     def discard_incomplete(self) -> None:
         """Delete iterations written after the last complete one (a run killed mid-write)."""
@@ -151,17 +283,32 @@ class Checkpoint:
         return dict(self.group[iteration_key(t)].attrs)
 
     def write_iteration(self, t: int, X: np.ndarray, arrays: dict, attrs: dict) -> None:
-        """Write iteration t's arrays and attributes, then mark it complete (atomically)."""
+        """Write iteration t's arrays, then its attributes and digests, then mark it complete (atomically)."""
         grp = self.group.require_group(iteration_key(t))
-        write_array(grp, "X", X)
+        arrays = {"X": X, **{name: np.asarray(values) for name, values in arrays.items()}}
         for name, values in arrays.items():
-            write_array(grp, name, np.asarray(values))
-        grp.attrs.update(_jsonable(attrs))
+            write_array(grp, name, values)
+        digests = {name: array_digest(values) for name, values in arrays.items()}
+        grp.attrs.update({**_jsonable(attrs), "digests": digests})
         deltas = self.deltas[: max(t - 1, 0)] + ([float(attrs["delta"])] if "delta" in attrs else [])
         self.group.attrs.update({"deltas": deltas, "completed": t})
 
     def finish(self, status: str) -> None:
         self.group.attrs["status"] = status
+
+
+def _remove_empty_store(path: Path) -> None:
+    """Remove an empty folder or empty Zarr group (only ``zarr.json``) before a store takes its place."""
+    state = checkpoint_state(path)
+    if state == "absent":
+        return
+    if state != "empty":
+        raise FileExistsError(f"checkpoint {str(path)!r} exists and is not empty; refusing to replace it")
+    if {p.name for p in path.iterdir()} <= {"zarr.json"}:
+        (path / "zarr.json").unlink(missing_ok=True)
+        path.rmdir()
+    else:  # a cdfts-dask store that committed nothing (checkpoint_state checked its format attribute)
+        shutil.rmtree(path)
 
 
 def _jsonable(attrs: dict) -> dict:
@@ -174,6 +321,27 @@ def _jsonable(attrs: dict) -> dict:
         out[key] = value
     return out
 
+
+
+def verify_iteration(group, t: int) -> str | None:
+    """None if iteration t's arrays in the run ``group`` match the digests stored at commit, else what
+    is wrong (missing iteration, no checksums, an unreadable chunk, a changed or missing chunk)."""
+    key = iteration_key(t)
+    try:
+        grp = group[key]
+    except KeyError:
+        return f"iteration {t} is missing"
+    digests = grp.attrs.get("digests")
+    if not isinstance(digests, dict) or "X" not in digests:
+        return f"iteration {t} has no checksums"
+    for name, expected in digests.items():
+        try:
+            got = stored_digest(grp[name])
+        except Exception as exc:  # a truncated or garbled chunk fails to decode
+            return f"{key}/{name} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+        if got != expected:
+            return f"{key}/{name} does not match its checksum (a chunk is missing or changed)"
+    return None
 
 def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """Write X as a Zarr array at ``path`` without ever leaving a half-written one.
@@ -211,109 +379,109 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
 
 
 def _write_then_rename(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary sibling of ``path``, then rename it into place (replacing ``path``)."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    """``write(tmp)`` to a temporary sibling of ``path``, then rename it into place (replacing ``path``
+    only once the new one is complete); stale temporaries of ``path`` are removed afterwards."""
+    tmp = temporary_sibling(path)
     try:
         write(tmp)
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        os.replace(tmp, path)
+        _replace(tmp, path)
+        remove_stale_temporaries(path)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-# -- reliability: one run per store at a time ---------------------------------------------------------
+def _replace(new: Path, path: Path) -> None:
+    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and removed only afterwards."""
+    if not path.exists() and not path.is_symlink():
+        os.replace(new, path)
+        return
+    old = temporary_sibling(path)
+    os.replace(path, old)
+    os.replace(new, path)
+    shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
+
+
+# -- one run per store at a time ---------------------------------------------------------------------
 
 
 class StoreLocked(FileExistsError):
-    """Another run holds the checkpoint store (its lock file exists and its owner may be alive)."""
+    """Another live run holds the checkpoint store's lock."""
 
 
 def lock_path(path) -> Path:
-    """The lock file of a checkpoint store: a sibling ``<store>.lock``."""
-    path = Path(path)
+    """The lock file of a checkpoint store: ``<store>.lock`` next to the store's resolved real path.
+
+    Keyed on the real path, so a symlink or a relative spelling of the same
+    store finds the same lock.
+    """
+    path = real(path)
     return path.with_name(path.name + ".lock")
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a local process exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 class StoreLock:
     """An exclusive lock on a checkpoint store, held for the whole run.
 
-    The lock is a file created with ``O_CREAT | O_EXCL`` holding the owner's
-    pid, host and a random token.  A lock left by a dead process on this host
-    (a run killed with SIGKILL) is stale and is taken over; a lock held by a
-    live process, or by any process on another host, is refused with
-    :class:`StoreLocked` naming the store.  Released (only if still ours) on exit.
+    An OS lock (``flock``, through the ``filelock`` package) on
+    ``<store>.lock``: the kernel grants it to one holder at a time and drops
+    it when the holder exits, however it dies, so a lock left by a killed run
+    is free again at once, and the content of the file (empty, garbage, a
+    dead owner) never decides anything.  While held, the file names the
+    owner (pid, host, start time) for the refusal message.  The file itself
+    stays after release (removing it could let two runs lock two different
+    files).  On network file systems ``flock`` must be supported across hosts
+    (NFSv4 does); ``filelock`` warns and falls back to an existence lock where
+    it is not.
     """
 
     def __init__(self, path):
+        import filelock
+
         self.store = str(path)
         self.file = lock_path(path)
-        self.token = uuid.uuid4().hex
+        self._lock = filelock.FileLock(str(self.file), blocking=False)
 
-    def _create(self) -> bool:
-        import json
+    def owner(self) -> dict:
+        try:
+            owner = json.loads(self.file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return owner if isinstance(owner, dict) else {}
+
+    def acquire(self) -> StoreLock:
+        import filelock
+
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            owner = self.owner()
+            who = (
+                f"pid {owner.get('pid')} on host {owner.get('host')!r} since {owner.get('since')}"
+                if owner
+                else "owner unknown"
+            )
+            raise StoreLocked(
+                f"checkpoint {self.store!r} is in use by another run ({who}); wait for it to finish "
+                f"(lock file {str(self.file)!r})"
+            ) from None
+        self._write_owner()
+        return self
+
+    def _write_owner(self) -> None:
         import socket
         import time
 
-        try:
-            fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"pid": os.getpid(), "host": socket.gethostname(), "token": self.token,
-                       "since": time.strftime("%Y-%m-%dT%H:%M:%S")}, fh)
-        return True
-
-    def owner(self) -> dict:
-        import json
-
-        try:
-            return json.loads(self.file.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _stale(self, owner: dict) -> bool:
-        import socket
-
-        pid = owner.get("pid")
-        return owner.get("host") == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid)
-
-    def acquire(self) -> StoreLock:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(3):
-            if self._create():
-                return self
-            owner = self.owner()
-            if not self._stale(owner):
-                if not self.file.exists():  # released meanwhile: try again
-                    continue
-                raise StoreLocked(
-                    f"checkpoint {self.store!r} is in use by another run (pid {owner.get('pid')} on host "
-                    f"{owner.get('host')!r} since {owner.get('since')}); wait for it to finish, or delete "
-                    f"{str(self.file)!r} if that run is dead"
-                )
-            self.file.unlink(missing_ok=True)  # stale: its owner died without releasing it
-        raise StoreLocked(f"checkpoint {self.store!r}: could not take the lock {str(self.file)!r}")
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        with open(self.file, "r+") as fh:
+            fh.truncate()
+            json.dump(info, fh)
 
     def release(self) -> None:
-        if self.owner().get("token") == self.token:
-            self.file.unlink(missing_ok=True)
+        if self._lock.is_locked:
+            with open(self.file, "r+") as fh:  # still ours: clear the owner before letting go
+                fh.truncate()
+            self._lock.release()
 
     def __enter__(self) -> StoreLock:
         return self.acquire()

@@ -19,8 +19,10 @@ def cdfts_cmd(*args) -> list[str]:
     return [sys.executable, "-m", "cdfts_dask", *map(str, args)]
 
 
-def run_cli(*args, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(cdfts_cmd(*args), env=cli_env(), capture_output=True, text=True, timeout=timeout)
+def run_cli(*args, timeout: float = 300, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        cdfts_cmd(*args), env=cli_env(), capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
 def spawn_cli(*args) -> subprocess.Popen:
@@ -65,11 +67,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def dask_processes(n_workers: int = 2):
-    """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1 (cleaned up)."""
+def dask_processes(n_workers: int = 2, cwd=None):
+    """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1 (cleaned up),
+    started in the working directory ``cwd`` (default: this process's)."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    common = dict(env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    common = dict(
+        env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=cwd
+    )
     procs = [
         subprocess.Popen(
             [

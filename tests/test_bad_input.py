@@ -67,11 +67,15 @@ def _dir_not_zarr(path):
 
 #: name -> (make input file under tmp_path, exception type via the API, regex naming the problem)
 BAD_FILES = {
-    "nan": (_csv("a,b\n1,2\nnan,3\n4,5\n"), ValueError, r"NaN or inf .*row 1, column 0: nan"),
+    "nan": (_csv("a,b\n1,2\nnan,3\n4,5\n"), ValueError, r"missing value 'nan' at row 2, column 1"),
+    "empty-cell-first-row": (_csv(",0.2\n0.3,0.4\n0.5,0.9\n"), ValueError, r"\(empty cell\) at row 1"),
+    "na-first-row": (_csv("NA,0.2\n0.3,0.4\n0.5,0.9\n"), ValueError, r"missing value 'NA' at row 1, col"),
+    "na-second-row": (_csv("0.3,0.4\nNA,0.2\n0.5,0.9\n"), ValueError, r"missing value 'NA' at row 2, col"),
     "inf": (_csv("1,2\n3,inf\n4,5\n"), ValueError, r"NaN or inf .*inf"),
     "minus-inf": (_csv("1,2\n3,-inf\n4,5\n"), ValueError, r"NaN or inf .*-inf"),
     "string-in-numeric-column": (_csv("a,b\n1,2\n3,x\n4,5\n"), TypeError, r"non-numeric value 'x' at row 2"),
-    "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"line 2 has 1 fields, expected 2"),
+    "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"missing value \(empty cell\) at row 2, column 2"),
+    "too-many-fields": (_csv("1,2\n3,4,5\n4,5\n"), ValueError, r"line 2 has 3 fields, expected 2"),
     "empty-file": (_csv(""), ValueError, r"is empty"),
     "blank-lines-only": (_csv("\n\n  \n"), ValueError, r"is empty"),
     "header-only": (_csv("a,b\n"), ValueError, r"0 row\(s\).*n >= 2"),
@@ -222,6 +226,63 @@ def test_unsupported_output_suffix_cli(tmp_path, capsys):
     assert_one_line_error(code, capsys.readouterr().err, r"unsupported file type '\.txt'")
 
 
+# -- CSV: no data row is ever taken for a header (issue 10, item 3) --------------------------------------
+
+THREE = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.9]]
+LONG = "z" * 200_000  # longer than the csv module's 131072-character field limit
+#: name -> (file bytes, --label, expected points, expected labels); every row is data
+CSV_ALL_ROWS_DATA = {
+    "utf8-bom-numeric-first-row": (b"\xef\xbb\xbf0.1,0.2\n0.3,0.4\n0.5,0.9\n", None, THREE, None),
+    "string-label-first-row": (b"0.1,0.2,a\n0.3,0.4,b\n0.5,0.9,c\n", "-1", THREE, ["a", "b", "c"]),
+    "bom-and-header": (b"\xef\xbb\xbfx,y,label\n1,2,NA\n3,4,\n", "label", [[1, 2], [3, 4]], ["NA", ""]),
+    "quoted-long-field-label": (b'1,2,"' + LONG.encode() + b'"\n3,4,b\n', "2", [[1, 2], [3, 4]], [LONG, "b"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CSV_ALL_ROWS_DATA))
+def test_csv_keeps_every_data_row(tmp_path, case):
+    from cdfts_dask.inputs import read_table
+
+    data, label, points, labels = CSV_ALL_ROWS_DATA[case]
+    src = tmp_path / "in.csv"
+    src.write_bytes(data)
+    X, got_labels, _ = read_table(src, label_column=label)
+    np.testing.assert_array_equal(X, np.array(points, dtype=float))
+    assert (None if got_labels is None else list(got_labels)) == labels
+
+
+def test_csv_bom_first_row_survives_the_cli(tmp_path, capsys):
+    src, out = tmp_path / "in.csv", tmp_path / "out.npy"
+    src.write_bytes(b"\xef\xbb\xbf0.1,0.2\n0.3,0.4\n0.5,0.9\n")
+    assert cli_main(["transform", str(src), str(out), "--quiet", "--max-iter", "1"]) == 0
+    assert np.load(out).shape == (3, 2)
+
+
+def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
+    messages = []
+    for row in range(3):
+        lines = ["0.1,0.2", "0.3,0.4", "0.5,0.9"]
+        lines[row] = "NA,0.2"
+        src = tmp_path / f"in{row}.csv"
+        src.write_text("\n".join(lines) + "\n")
+        with pytest.raises(ValueError, match=f"missing value 'NA' at row {row + 1}, column 1") as exc:
+            cdfts_dask.cdf_ts(src, max_iter=1)
+        messages.append(str(exc.value).replace(str(src), "F").replace(f"row {row + 1}", "row R"))
+    assert len(set(messages)) == 1, messages
+
+
+def test_csv_reads_exactly_what_numpy_reads(tmp_path):
+    """The pandas reader parses every float exactly (round-trip), like np.loadtxt."""
+    from cdfts_dask.inputs import read_table
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2000, 5)) * 10.0 ** rng.integers(-300, 300, (2000, 5))
+    src = tmp_path / "in.csv"
+    np.savetxt(src, X, delimiter=",", fmt="%.17g", header="a,b,c,d,e", comments="")
+    np.testing.assert_array_equal(read_table(src)[0], X)
+    np.testing.assert_array_equal(read_table(src)[0], np.loadtxt(src, delimiter=",", skiprows=1))
+
+
 # -- degenerate but valid input: finite results in [0, 1] ----------------------------------------------
 
 
@@ -291,3 +352,45 @@ def test_property_tiled_finite_in_unit_cube(client, problem, tile):
     _assert_unit_cube(
         cdfts_dask.cdf_ts(X, max_iter=2, method="tiled", client=client, tile_size=tile, **params), X.shape
     )
+
+
+# -- files that are not what their name says, or not files at all (issue 10, item 10) ---------------------
+
+
+def test_npz_named_npy_is_one_line(tmp_path, capsys):
+    """Regression: a .npz (zip) named .npy gave an AttributeError traceback."""
+    src = tmp_path / "in.npy"
+    with open(src, "wb") as fh:
+        np.savez(fh, x=FIVE)
+    with pytest.raises(ValueError, match=r"is a \.npz archive \(zip\), not a \.npy array"):
+        cdfts_dask.cdf_ts(src, max_iter=1)
+    code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet"])
+    assert_one_line_error(code, capsys.readouterr().err, r"\.npz archive")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_non_regular_input_is_refused_not_read(tmp_path, kind):
+    """Regression: reading from /dev/zero or a FIFO hung forever."""
+    import os
+
+    if kind == "fifo":
+        src = tmp_path / "in.csv"
+        os.mkfifo(src)
+    else:
+        src = tmp_path / "zero.npy"
+        src.symlink_to("/dev/zero")
+    res = run_cli("transform", src, tmp_path / "out.npy", "--quiet", timeout=60)
+    assert_one_line_error(res.returncode, res.stderr, r"is not a regular file \(a device, FIFO or socket\)")
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method):
+    """Regression: a truncated chunk in a Zarr input gave a Zstd traceback."""
+    src = tmp_path / "in.zarr"
+    arr = zarr.create_array(str(src), shape=(40, 2), dtype="f8", chunks=(10, 2))
+    arr[...] = np.random.default_rng(0).random((40, 2))
+    chunk = src / "c" / "2" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:7])
+    flags = ["--method", method] + (["--workers", "1"] if method == "tiled" else [])
+    code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", *flags])
+    assert_one_line_error(code, capsys.readouterr().err, r"cannot read the Zarr chunk at \[20:30, 0:2\]")

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import zarr
 from conftest import cli_env
+from faultkit import run_cli
 
 from cdfts_dask import cdf_ts
 from cdfts_dask.oracle import cdf_ts_dense
-from cdfts_dask.store import Checkpoint, StoreMismatch
+from cdfts_dask.store import Checkpoint, CheckpointWarning, StoreDamaged, StoreMismatch
 
 
 @pytest.fixture
@@ -164,3 +165,144 @@ def test_resume_without_a_store_starts_a_new_run(tmp_path, points):
     assert info.resumed_from is None and info.n_iter == 2
     assert Checkpoint(store).completed == 2
     assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-12
+
+
+# -- a resumed iteration is verified against the checksums stored at commit (issue 10, item 2) -----------
+
+
+def _damage_chunk(store, t: int, how: str) -> None:
+    chunk = store / "iterations" / f"{t:05d}" / "X" / "c" / "0" / "0"
+    assert chunk.is_file(), sorted(p.name for p in chunk.parent.iterdir())
+    if how == "deleted":
+        chunk.unlink()  # reads back as Zarr's fill value (zeros)
+    else:
+        chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])  # fails to decompress
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated"])
+def test_damaged_last_iteration_falls_back_to_the_previous_intact_one(tmp_path, points, how):
+    """Regression: a deleted chunk of the last iteration was read as zeros (result off by up to 1.0, exit 0);
+    a truncated one gave a 90-line Zstd traceback."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    _damage_chunk(store, 2, how)
+    with pytest.warns(CheckpointWarning, match=r"iterations/00002/X .*resuming from iteration 1"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12)
+    assert info.resumed_from == 1
+    assert np.abs(Y - ref.X).max() <= 1e-9 and np.allclose(info.deltas, ref.deltas, atol=1e-12)
+    assert Checkpoint(store).verify(2) is None  # redone and intact again
+
+
+def test_damaged_iteration_through_the_cli_is_one_warning_line(tmp_path, points):
+    src, out, store = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "run.zarr"
+    np.save(src, points)
+    args = ["transform", src, out, "--lam", "0.2", "--delta", "1e-12", "--max-iter", "2"]
+    args += ["--checkpoint", store]
+
+    assert run_cli(*args, "--quiet").returncode == 0
+    _damage_chunk(store, 2, "deleted")
+    res = run_cli(*args, "--quiet", "--resume")
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cdfts: warning: ")
+    assert "resuming from iteration 1" in lines[0]
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12)
+    assert np.abs(np.load(out) - ref.X).max() <= 1e-9
+
+
+def test_completed_past_the_stored_iterations_falls_back(tmp_path, points):
+    """Regression: `completed` naming an iteration that is not stored raised KeyError."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    zarr.open_group(str(store), mode="a").attrs["completed"] = 9
+    with pytest.warns(CheckpointWarning, match=r"iteration 9 is missing.*resuming from iteration 2"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.resumed_from == 2
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("value", ["2", 2.5, None, True])
+def test_completed_not_an_integer_is_refused(tmp_path, points, value):
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    zarr.open_group(str(store), mode="a").attrs["completed"] = value
+    with pytest.raises(StoreDamaged, match=f"'completed' attribute is {value!r}, not an iteration number"):
+        cdf_ts(points, lam=0.2, max_iter=3, method="dense", checkpoint=store, resume=True)
+
+
+def test_store_with_no_intact_iteration_is_refused(tmp_path, points):
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=1, delta=1e-12, method="dense", checkpoint=store)
+    for t in (0, 1):
+        _damage_chunk(store, t, "deleted")
+    with pytest.raises(StoreDamaged, match="holds no intact iteration"):
+        cdf_ts(points, lam=0.2, max_iter=3, method="dense", checkpoint=store, resume=True)
+
+
+def test_tiled_resume_verifies_too(tmp_path, points, client):
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, tile_size=50,
+           checkpoint=store)  # fmt: skip
+    _damage_chunk(store, 2, "truncated")
+    with pytest.warns(CheckpointWarning, match="resuming from iteration 1"):
+        Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, tile_size=50,
+                   checkpoint=store, resume=True)  # fmt: skip
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-9
+
+
+def test_store_layout_has_a_format_version_and_digests(tmp_path, points):
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=1, delta=1e-12, method="dense", checkpoint=store)
+    g = zarr.open_group(str(store), mode="r")
+    assert g.attrs["format"] == "cdfts-dask" and g.attrs["format_version"] == 2
+    digests = g["iterations/00001"].attrs["digests"]
+    assert set(digests) == {"X", "counts"} and all(v.startswith("sha256:") for v in digests.values())
+
+
+# -- resume on a store that holds more, or nothing yet (issue 10, item 12) -----------------------------------
+
+
+def test_resume_with_fewer_iterations_returns_that_iteration_and_says_so(tmp_path, points):
+    """Regression: --resume --max-iter 5 on a store with 8 iterations silently returned all 8."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=8, delta=1e-12, method="dense", checkpoint=store)
+    with pytest.warns(CheckpointWarning, match=r"holds 8 iterations; this run stops at iteration 5 \(max_it"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=5, delta=1e-12)
+    assert info.n_iter == 5 and np.allclose(info.deltas, ref.deltas, atol=1e-12)
+    assert np.abs(Y - ref.X).max() <= 1e-9
+    assert Checkpoint(store).completed == 8  # the later iterations are kept
+
+
+def test_resume_with_a_larger_delta_stops_where_a_fresh_run_would(tmp_path, points):
+    store = tmp_path / "run.zarr"
+    _, full = cdf_ts(points, lam=0.2, max_iter=6, delta=1e-12, method="dense", checkpoint=store,
+                     return_info=True)  # fmt: skip
+    delta = full.deltas[3]  # a fresh run with this delta stops at iteration 4 or earlier
+    fresh, ref = cdf_ts(points, lam=0.2, max_iter=6, delta=delta, method="dense", return_info=True)
+    assert ref.converged and ref.n_iter < 6
+    with pytest.warns(CheckpointWarning, match=f"stops at iteration {ref.n_iter} "):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=6, delta=delta, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.converged and info.n_iter == ref.n_iter and info.deltas == ref.deltas
+    np.testing.assert_allclose(Y, fresh, atol=1e-12)
+
+
+@pytest.mark.parametrize("left", ["empty-group", "group-without-iterations", "empty-folder"])
+@pytest.mark.parametrize("resume", [False, True])
+def test_store_killed_right_after_creation_starts_again(tmp_path, points, left, resume):
+    """Regression: a store killed right after its group was created was refused with and without --resume."""
+    store = tmp_path / "run.zarr"
+    if left == "empty-folder":
+        store.mkdir()
+    else:
+        group = zarr.open_group(str(store), mode="w")
+        if left == "group-without-iterations":  # what the old creation order left after writing attributes
+            group.attrs.update({"format": "cdfts-dask", "format_version": 2, "completed": -1})
+    Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=resume)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-12
+    assert Checkpoint(store).completed == 2

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pytest
-from faultkit import SYN, kill_group, run_cli, spawn_cli, wait_for_line
+from conftest import cli_env
+from faultkit import SYN, dask_processes, kill_group, run_cli, spawn_cli, wait_for_line
 
 import cdfts_dask
 from cdfts_dask import store
@@ -114,14 +117,15 @@ def test_sigkilled_client_resumes_to_the_uninterrupted_result(tmp_path, syn_X, e
     assert proc.returncode == -signal.SIGKILL
     done = zarr.open_group(str(ckpt), mode="r").attrs["completed"]
     assert 2 <= done < 6, done
-    assert store.lock_path(ckpt).exists()  # left behind by the dead run: stale, taken over below
+    assert store.lock_path(ckpt).exists()  # left behind by the dead run; the kernel released the lock
     assert not out.exists()
     res = run_cli(*args, "--resume")
     assert res.returncode == 0, res.stderr
     assert f"iteration {done + 1}: " in res.stderr and f"iteration {done}: " not in res.stderr
     expected = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=6, method="dense")
     np.testing.assert_allclose(np.load(out), expected, rtol=0, atol=1e-9)
-    assert not store.lock_path(ckpt).exists()
+    with store.StoreLock(ckpt):  # released by the resumed run
+        pass
 
 
 # -- a store whose last iteration is half-written -----------------------------------------------------------
@@ -158,10 +162,10 @@ def test_cli_output_directory_missing_fails_before_work(tmp_path, capsys):
     assert not out.parent.exists()
 
 
-def test_api_output_under_a_regular_file_raises_oserror(tmp_path, syn_X):
+def test_api_output_under_a_regular_file_is_refused_before_work(tmp_path, syn_X):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(OSError):
+    with pytest.raises(ValueError, match=r"output: '.*file' is a file, not a directory"):
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", output=blocker / "out.zarr")
     assert leftovers(tmp_path) == [] and blocker.read_text() == "x"
 
@@ -244,7 +248,6 @@ def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
         lines = [line for line in res.stderr.strip().splitlines() if not line.startswith("cdfts: ")]  # errors
         assert res.returncode == 2 and len(lines) == 1 and str(ckpt) in lines[0] and "in use" in lines[0]
         assert not (tmp_path / "o.npy").exists()
-    assert not store.lock_path(ckpt).exists()
     cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)  # free again
 
 
@@ -280,21 +283,122 @@ def test_two_concurrent_cli_runs_on_one_store(tmp_path):
     assert not (tmp_path / "b.npy").exists()
 
 
-def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, syn_X):
+def test_lock_of_a_dead_process_is_free_again(tmp_path, syn_X):
+    """A run killed with SIGKILL leaves its lock file; the kernel dropped the lock itself with the process."""
     ckpt = tmp_path / "run.zarr"
+    code = (
+        f"from cdfts_dask import store; l = store.StoreLock({str(ckpt)!r}).acquire(); import os; os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=cli_env())
+    assert store.lock_path(ckpt).exists() and '"pid"' in store.lock_path(ckpt).read_text()
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
+    with store.StoreLock(ckpt):  # released at the end of the run
+        pass
+
+
+@pytest.mark.parametrize("content", ["", "garbage{", '{"pid": 1, "host": "some-other-node"}'])
+def test_lock_file_content_never_blocks_a_run(tmp_path, syn_X, content):
+    """Regression: an empty or garbage lock file (a full disk) blocked every later run forever."""
+    ckpt = tmp_path / "run.zarr"
+    store.lock_path(ckpt).write_text(content)
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
+    assert store.Checkpoint(ckpt).completed == 1
+
+
+def test_live_holder_is_refused_whatever_its_lock_file_says(tmp_path):
+    ckpt = tmp_path / "run.zarr"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from cdfts_dask import store; h = store.StoreLock({str(ckpt)!r}).acquire(); "
+         "print('held', flush=True); import time; time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(store.StoreLocked, match=f"in use by another run \\(pid {holder.pid} on host"):
+            store.StoreLock(ckpt).acquire()
+        store.lock_path(ckpt).write_text("garbage{")  # the file's content does not decide anything
+        with pytest.raises(store.StoreLocked, match="owner unknown"):
+            store.StoreLock(ckpt).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    with store.StoreLock(ckpt):  # free once the holder is dead
+        pass
+
+
+def test_symlinked_store_path_finds_the_same_lock(tmp_path, syn_X):
+    """Regression: a store reached through a symlink (of the store or of its folder) bypassed the lock."""
+    real_dir = tmp_path / "real"
+    real_dir.mkdir()
+    (tmp_path / "alias").symlink_to(real_dir, target_is_directory=True)
+    ckpt = real_dir / "run.zarr"
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
+    (tmp_path / "link.zarr").symlink_to(ckpt, target_is_directory=True)
+    with store.StoreLock(ckpt):
+        for other in (
+            tmp_path / "alias" / "run.zarr",
+            tmp_path / "link.zarr",
+            real_dir / ".." / "real" / "run.zarr",
+        ):
+            with pytest.raises(store.StoreLocked, match="in use by another run"):
+                cdfts_dask.cdf_ts(syn_X[:50], max_iter=2, method="dense", checkpoint=other, resume=True)
+
+
+_RACER = """
+import os, sys, time
+from pathlib import Path
+from cdfts_dask import store
+base, rounds = Path(sys.argv[1]), int(sys.argv[2])
+(base / f"ready-{os.getpid()}").touch()
+for r in range(rounds):
+    while not (base / f"go-{r}").exists():
+        time.sleep(0.001)
+    lock = store.StoreLock(base / f"run{r}.zarr")
+    try:
+        lock.acquire()
+    except store.StoreLocked:
+        pass
+    else:
+        start = time.monotonic()
+        time.sleep(0.2)
+        (base / f"held-{r}-{os.getpid()}").write_text(f"{start} {time.monotonic()}")
+        lock.release()
+    (base / f"done-{r}-{os.getpid()}").touch()
+"""
+
+
+def _wait_for_files(directory, pattern: str, count: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while len(list(directory.glob(pattern))) < count:
+        assert time.monotonic() < deadline, f"timed out waiting for {count} x {pattern}"
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_racing_processes_never_both_hold_a_stale_lock(tmp_path):
+    """Regression: 8 processes taking over a stale lock (dead pid): two holders in 6 of 30 trials."""
+    racers, rounds = 8, 10
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    store.lock_path(ckpt).write_text(f'{{"pid": {dead.pid}, "host": "{socket.gethostname()}", "token": "x"}}')
-    cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
-    assert not store.lock_path(ckpt).exists()
-
-
-def test_lock_held_on_another_host_is_refused(tmp_path, syn_X):
-    ckpt = tmp_path / "run.zarr"
-    store.lock_path(ckpt).write_text('{"pid": 1, "host": "some-other-node", "token": "x"}')
-    with pytest.raises(store.StoreLocked, match="some-other-node"):
-        cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
-    assert store.lock_path(ckpt).exists()  # not ours to remove
+    stale = f'{{"pid": {dead.pid}, "host": "{socket.gethostname()}", "token": "x"}}'
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _RACER, str(tmp_path), str(rounds)], env=cli_env())
+        for _ in range(racers)
+    ]
+    try:
+        _wait_for_files(tmp_path, "ready-*", racers)  # all imported: they contend at the same moment
+        overlaps = []
+        for r in range(rounds):
+            store.lock_path(tmp_path / f"run{r}.zarr").write_text(stale)
+            (tmp_path / f"go-{r}").touch()
+            _wait_for_files(tmp_path, f"done-{r}-*", racers)
+            spans = sorted(tuple(map(float, f.read_text().split())) for f in tmp_path.glob(f"held-{r}-*"))
+            assert spans, f"round {r}: nobody got the free lock"
+            overlaps.append(sum(b[0] < a[1] for a, b in zip(spans, spans[1:], strict=False)))
+    finally:
+        for p in procs:
+            p.wait(timeout=60)
+    assert overlaps == [0] * rounds, f"rounds with two holders at once: {overlaps}"
 
 
 # -- the same run repeated on one client ------------------------------------------------------------------
@@ -307,3 +411,337 @@ def test_back_to_back_runs_on_equal_data_do_not_share_keys(client):
     for estimator, k in [("epsilon", None), ("knn", 2)] * 4:
         Y = cdfts_dask.cdf_ts(X, estimator=estimator, k=k, method="tiled", client=client)
         np.testing.assert_array_equal(Y, np.zeros((6, 3)))
+
+
+# -- never overwrite the input or the checkpoint store (issue 10, items 1 and 6) -----------------------------
+
+
+def _make_input(directory, suffix: str):
+    X = np.loadtxt(SYN, delimiter=",", skiprows=1)[:60, :-1]
+    path = directory / f"in{suffix}"
+    if suffix == ".csv":
+        np.savetxt(path, X, delimiter=",", fmt="%.17g")
+    elif suffix == ".npy":
+        np.save(path, X)
+    else:
+        zarr.create_array(str(path), shape=X.shape, dtype="f8", chunks=(20, 2))[...] = X
+    return path
+
+
+def _snapshot(path) -> dict:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return {str(p): p.read_bytes() for p in files}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
+@pytest.mark.parametrize("spelling", ["same", "symlink", "dotdot"])
+def test_output_that_is_the_input_is_refused(tmp_path, capsys, suffix, spelling):
+    """Regression: `cdfts transform in.csv in.csv` exited 0 and replaced the input (a .zarr one: removed)."""
+    src = _make_input(tmp_path, suffix)
+    before = _snapshot(src)
+    if spelling == "symlink":
+        out = tmp_path / f"alias{suffix}"
+        out.symlink_to(src, target_is_directory=src.is_dir())
+    else:
+        out = src if spelling == "same" else tmp_path / "sub" / ".." / src.name
+        (tmp_path / "sub").mkdir()
+    code = cli_main(["transform", str(src), str(out), "--quiet", "--max-iter", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "is the input" in err[0] and "refusing to overwrite" in err[0], err
+    assert _snapshot(src) == before
+
+
+@pytest.mark.parametrize("which", ["output-is-checkpoint", "checkpoint-is-input", "output-inside-checkpoint"])
+def test_checkpoint_clashing_with_input_or_output_is_refused(tmp_path, capsys, which):
+    """Regression: `cdfts transform in.csv run.zarr --checkpoint run.zarr` replaced the checkpoint with the
+    output."""
+    src = _make_input(tmp_path, ".zarr")
+    ckpt = tmp_path / "run.zarr"
+    cdfts_dask.cdf_ts(src, max_iter=1, method="dense", checkpoint=ckpt)
+    out, checkpoint = {
+        "output-is-checkpoint": (ckpt, ckpt),
+        "checkpoint-is-input": (tmp_path / "o.npy", src),
+        "output-inside-checkpoint": (ckpt / "o.zarr", ckpt),
+    }[which]
+    before = {**_snapshot(src), **_snapshot(ckpt)}
+    code = cli_main(["transform", str(src), str(out), "--quiet", "--checkpoint", str(checkpoint), "--resume"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "refusing to overwrite" in err[0], err
+    assert {**_snapshot(src), **_snapshot(ckpt)} == before
+
+
+def test_checkpoint_in_a_folder_of_user_files_is_refused(tmp_path, syn_X):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me")
+    for resume in (False, True):
+        with pytest.raises(ValueError, match="existing folder that is not a cdfts-dask run store"):
+            cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=folder, resume=resume)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_checkpoint_that_is_a_regular_file_is_a_clear_error(tmp_path, capsys):
+    """Regression: `--checkpoint FILE` failed with a bare `[Errno 17] File exists`."""
+    blocker = tmp_path / "ckpt"
+    blocker.write_text("x")
+    code = cli_main(["transform", str(SYN), str(tmp_path / "o.npy"), "--label", "label", "--checkpoint",
+                     str(blocker), "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "is an existing file, not a checkpoint store" in err[0], err
+    assert blocker.read_text() == "x"
+
+
+# -- relative paths with a remote scheduler (issue 10, item 5) --------------------------------------------
+
+
+@pytest.mark.slow
+def test_relative_paths_are_made_absolute_on_the_client(tmp_path):
+    """Regression: with --scheduler, relative checkpoint / output paths were written relative to each worker's
+    working directory; the output then "did not exist" after the whole computation."""
+    client_dir, worker_dir = tmp_path / "client", tmp_path / "workers"
+    client_dir.mkdir()
+    worker_dir.mkdir()
+    X = np.loadtxt(SYN, delimiter=",", skiprows=1)[:300, :-1]
+    zarr.create_array(str(client_dir / "in.zarr"), shape=X.shape, dtype="f8", chunks=(100, 2))[...] = X
+    args = ["transform", "in.zarr", "rel_o.zarr", "--max-iter", "2", "--delta", "1e-12", "--checkpoint",
+            "rel.zarr", "--tile-size", "100", "--quiet"]  # fmt: skip
+    with dask_processes(1, cwd=worker_dir) as (address, _):
+        res = run_cli(*args, "--scheduler", address, cwd=client_dir)
+        assert res.returncode == 0, res.stderr
+        again = run_cli(*args, "--scheduler", address, "--resume", cwd=client_dir)
+        assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in worker_dir.iterdir()) == []
+    assert store.Checkpoint(client_dir / "rel.zarr").completed == 2
+    expected = cdfts_dask.cdf_ts(X, max_iter=2, delta=1e-12, method="dense")
+    np.testing.assert_allclose(zarr.open_array(str(client_dir / "rel_o.zarr"))[...], expected, atol=1e-9)
+
+
+# -- outputs: leftovers, symlinks, the .npy writer (issue 10, item 12) -----------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
+def test_partial_leftovers_of_a_killed_writer_are_removed_by_the_next_success(tmp_path, suffix):
+    """Regression: `.partial` files left by a killed client stayed forever."""
+    out = tmp_path / f"out{suffix}"
+    stale_file = tmp_path / f".out{suffix}.{'a' * 32}.partial"
+    stale_dir = tmp_path / f".out{suffix}.{'b' * 32}.partial"
+    stale_file.write_text("half")
+    stale_dir.mkdir()
+    (stale_dir / "zarr.json").write_text("{}")
+    foreign = tmp_path / f".out{suffix}.mine.partial"  # not our pattern: left alone
+    foreign.write_text("user")
+    assert cli_main(["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]) == 0
+    assert out.exists() and not stale_file.exists() and not stale_dir.exists() and foreign.exists()
+
+
+def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
+    """Regression: refused only after the whole computation."""
+    target = tmp_path / "somewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("x")
+    out = tmp_path / "out.zarr"
+    out.symlink_to(target, target_is_directory=True)
+    monkeypatch.setattr(cdfts_dask.runner, "run", lambda *a, **k: pytest.fail("computed before refusing"))
+    code = cli_main(["transform", str(SYN), str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "symbolic link to a directory" in err[0], err
+    assert (target / "keep.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv"])
+def test_api_output_npy_and_csv_are_real_files(tmp_path, syn_X, suffix):
+    """Regression: cdf_ts(X, output="a.npy") wrote a Zarr directory named a.npy."""
+    out = tmp_path / f"a{suffix}"
+    Y = cdfts_dask.cdf_ts(syn_X[:80], max_iter=2, method="dense", output=out)
+    assert out.is_file()
+    got = np.load(out) if suffix == ".npy" else np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(got, Y)
+    np.testing.assert_array_equal(Y, cdfts_dask.cdf_ts(syn_X[:80], max_iter=2, method="dense"))
+    assert leftovers(tmp_path) == []
+
+
+def test_api_output_with_an_unknown_suffix_is_refused_before_work(tmp_path, syn_X):
+    with pytest.raises(ValueError, match=r"unsupported file type '\.txt'"):
+        cdfts_dask.cdf_ts(syn_X[:80], max_iter=1, method="dense", output=tmp_path / "a.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- a scheduler address that is not a working scheduler (issue 10, item 9) ------------------------------
+
+
+@contextmanager
+def _listener(reply: bytes | None):
+    """A TCP listener on 127.0.0.1 that accepts and then sends ``reply`` (or nothing), never closing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    conns = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conns.append(conn)
+            if reply:
+                conn.sendall(reply)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for conn in conns:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda: _listener(None), r"did not answer within 2 s"),
+        (lambda: _listener(b"HTTP/1.1 200 OK\r\n\r\nhello" * 10), r"cannot reach a Dask"),
+        (lambda: nullcontext("tcp://127.0.0.1:notaport"), r"not a usable Dask scheduler address"),
+        (lambda: nullcontext("inproc://x"), r"not a usable Dask scheduler address 'inproc://x'"),
+        (lambda: nullcontext("gopher://host:70"), r"not a usable Dask scheduler address 'gopher://host:70'"),
+    ],
+    ids=["silent", "non-dask-bytes", "bad-port", "inproc", "unknown-scheme"],
+)
+def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern):
+    """Regression: a silent listener hung forever; non-Dask bytes gave `Unable to allocate 3.07 EiB`."""
+    env = {**cli_env(), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    with make() as address:
+        tic = time.monotonic()
+        res = subprocess.run(
+            [sys.executable, "-m", "cdfts_dask", "transform", str(SYN), str(tmp_path / "o.npy"), "--label",
+             "label", "--scheduler", address, "--quiet"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        seconds = time.monotonic() - tic
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert re.search(pattern, lines[0]) and address in lines[0], lines[0]
+    assert seconds < 60 and not (tmp_path / "o.npy").exists()
+
+
+# -- the embedded cluster listens on 127.0.0.1 only (issue 10, item 13) ----------------------------------
+
+_LISTENERS = """
+import psutil
+from cdfts_dask.dask_client import dask_client
+if __name__ == "__main__":
+    with dask_client(None, 1) as c:
+        procs = [psutil.Process()] + psutil.Process().children(recursive=True)
+        for p in procs:
+            for conn in p.net_connections(kind="inet"):
+                if conn.status == psutil.CONN_LISTEN:
+                    print(conn.laddr.ip, conn.laddr.port)
+        print("dashboard", c.dashboard_link)
+"""
+
+
+def test_embedded_cluster_listens_on_loopback_only(tmp_path):
+    """Regression: the embedded cluster's HTTP server (/health, /metrics, /info) listened on 0.0.0.0."""
+    script = tmp_path / "listeners.py"
+    script.write_text(_LISTENERS)
+    res = subprocess.run(
+        [sys.executable, str(script)], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    ips = {line.split()[0] for line in lines if not line.startswith("dashboard")}
+    assert len(lines) >= 4 and ips == {"127.0.0.1"}, lines  # scheduler, dashboard, worker, nanny
+    assert lines[-1].startswith("dashboard http://127.0.0.1:")
+
+
+def test_cli_start_line_gives_the_loopback_dashboard(tmp_path):
+    res = run_cli("transform", SYN, tmp_path / "o.npy", "--label", "label", "--max-iter", "1", "--workers=1")
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"tiled engine, .*, dashboard http://127\.0\.0\.1:\d+/status\n", res.stderr), res.stderr
+
+
+_TLS_RUN = """
+import numpy as np
+from distributed.security import Security
+import cdfts_dask
+from cdfts_dask.dask_client import dask_client
+if __name__ == "__main__":
+    X = np.random.default_rng(0).random((60, 2))
+    with dask_client(None, 1, security=Security.temporary()) as c:
+        print(c.scheduler.address)
+        Y = cdfts_dask.cdf_ts(X, max_iter=1, method="tiled", client=c)
+    print(np.abs(Y - cdfts_dask.cdf_ts(X, max_iter=1, method="dense")).max())
+"""
+
+
+def test_security_is_passed_to_the_embedded_cluster(tmp_path):
+    """A user-supplied Security (here temporary TLS certificates) reaches the cluster: it speaks tls://."""
+    pytest.importorskip("cryptography")
+    script = tmp_path / "tls_run.py"
+    script.write_text(_TLS_RUN)
+    res = subprocess.run(
+        [sys.executable, str(script)], env=cli_env(), capture_output=True, text=True, timeout=180
+    )
+    assert res.returncode == 0, res.stderr
+    address, diff = res.stdout.split()
+    assert address.startswith("tls://127.0.0.1:") and float(diff) <= 1e-9
+
+
+# -- all workers lost, Ctrl-C: one line, nothing left behind (issue 10, items 8 and 11) ---------------------
+
+
+def _worker_processes(proc: subprocess.Popen) -> list:
+    """The embedded cluster's worker processes (multiprocessing spawn children) of a CLI run."""
+    import psutil
+
+    return [
+        p
+        for p in psutil.Process(proc.pid).children(recursive=True)
+        if "spawn_main" in " ".join(p.cmdline()) and "resource_tracker" not in " ".join(p.cmdline())
+    ]
+
+
+@pytest.mark.slow
+def test_all_workers_killed_is_one_line_saying_how_to_resume(tmp_path):
+    """Regression: killing every worker at once gave a FutureCancelledError traceback."""
+    ckpt, out = tmp_path / "run.zarr", tmp_path / "out.npy"
+    args = ["transform", SYN, out, "--label", "label", "--delta", "1e-12", "--max-iter", "50",
+            "--workers", "1", "--tile-size", "500", "--checkpoint", ckpt]  # fmt: skip
+    proc = spawn_cli(*args)
+    try:
+        wait_for_line(proc, "cdfts: iteration 1: ")
+        workers = _worker_processes(proc)
+        assert workers, "no worker process found"
+        for w in workers:
+            w.kill()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("cdfts: ")]  # info lines
+    assert proc.returncode == 2 and len(lines) == 1, err
+    assert "workers holding this run's data were lost" in lines[0] and "--resume" in lines[0], lines[0]
+    assert "Traceback" not in err and not out.exists() and leftovers(tmp_path) == []
+    assert store.Checkpoint(ckpt).completed >= 1  # resumable
+    res = run_cli(*args, "--resume", "--max-iter", "3", "--quiet")
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", [["--method", "dense"], ["--workers", "1", "--tile-size", "500"]],
+                         ids=["dense", "tiled"])  # fmt: skip
+def test_ctrl_c_is_exit_130_and_one_line(tmp_path, engine):
+    """Regression: SIGINT to the process group printed AllExit / KeyboardInterrupt tracebacks per worker."""
+    out = tmp_path / "out.npy"
+    args = ["--label", "label", "--delta", "1e-12", "--max-iter", "100", *engine]
+    proc = spawn_cli("transform", SYN, out, *args)
+    try:
+        wait_for_line(proc, "cdfts: iteration 1: ")
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("cdfts: ")]  # info lines
+    assert proc.returncode == 130 and lines == ["cdfts transform: interrupted"], err
+    assert not out.exists() and leftovers(tmp_path) == []

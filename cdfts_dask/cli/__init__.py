@@ -4,6 +4,8 @@ Each sub-command lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` to a handler ``func(args) -> int``.
 User errors (``ValueError``, ``TypeError``, ``OSError``) print one line on
 stderr and exit with status 2; there is never a traceback for bad input.
+Warnings (a resume that fell back to an earlier iteration) print one line
+``cdfts: warning: ...``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 #: modules under cdfts_dask.cli providing sub-commands, in --help order
 SUBCOMMANDS = ["transform", "apply", "evaluate", "plot", "bench"]
@@ -49,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"cdfts: warning: {message}", file=sys.stderr if file is None else file, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     return run_command(build_parser().parse_args(argv))
 
@@ -60,7 +67,9 @@ def run_command(args, prog: str | None = None) -> int:
     """
     prog = prog or f"cdfts {args.command}"
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning  # restored on exit
+            return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:  # an optional dependency of this sub-command
         extra = "gpu" if exc.name in ("cupy", "dask_cuda") else "eval"
         print(

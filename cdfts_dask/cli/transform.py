@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import time
 
@@ -10,6 +12,7 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
+from ..paths import check_run_paths
 from . import HelpFormatter
 
 
@@ -114,6 +117,7 @@ def run(args) -> int:
 def _run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
+    check_run_paths(input=args.input, output=args.output, checkpoint=args.checkpoint)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     else:
@@ -121,32 +125,52 @@ def _run(args) -> int:
         if args.label is None and not args.no_label:
             check_no_label_column(header)
     tic = time.perf_counter()
-    Y, info = cdf_ts(
-        X,
-        lam=args.lam,
-        delta=args.delta,
-        max_iter=args.max_iter,
-        estimator=args.estimator,
-        k=args.k,
-        method=args.method,  # "auto" with --scheduler or --workers is the engine (RunParams.for_points)
-        client=args.scheduler,
-        tile_size=args.tile_size,
-        checkpoint=args.checkpoint,
-        resume=args.resume,
-        n_workers=args.workers,
-        progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
-        return_info=True,
-        output=_worker_output(args, labels),
-        dtype=args.dtype,
-        backend="cuda" if args.gpu else "cpu",
-        n_references=args.references,
-        random_state=args.random_state,
-    )
+    with _dask_quiet():
+        Y, info = cdf_ts(
+            X,
+            lam=args.lam,
+            delta=args.delta,
+            max_iter=args.max_iter,
+            estimator=args.estimator,
+            k=args.k,
+            method=args.method,  # "auto" with --scheduler or --workers is the engine (RunParams.for_points)
+            client=args.scheduler,
+            tile_size=args.tile_size,
+            checkpoint=args.checkpoint,
+            resume=args.resume,
+            n_workers=args.workers,
+            progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
+            return_info=True,
+            output=_worker_output(args, labels),
+            dtype=args.dtype,
+            backend="cuda" if args.gpu else "cpu",
+            n_references=args.references,
+            random_state=args.random_state,
+        )
     if _worker_output(args, labels) is None:
         write_table(args.output, Y, labels, header, label_name(args.label, header))
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
+
+
+@contextlib.contextmanager
+def _dask_quiet():
+    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
+    the duration, in this process and in an embedded cluster: they would come before the CLI's
+    one-line error."""
+    import dask
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
+    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 # -- reliability: keep large Zarr data off the client -------------------------------------------------

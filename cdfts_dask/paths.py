@@ -1,0 +1,151 @@
+"""Path checks made on the client before any work: nothing is overwritten that must not be.
+
+* :func:`absolute` makes a user path absolute *here*, so that workers (whose
+  working directory may differ) write where the user meant.
+* :func:`check_run_paths` refuses, before any data is read, an output that is
+  the input or the checkpoint store, a checkpoint store that is the input,
+  any of them nested in another (compared as resolved real paths, so a
+  symlink or ``..`` does not hide a clash), a checkpoint path that is a file
+  or a folder holding something other than a run, and an output that is a
+  symlink to a directory or an existing directory that is not a Zarr array.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+#: the ``format`` attribute of a checkpoint store's root group (see :mod:`cdfts_dask.store`)
+STORE_FORMAT = "cdfts-dask"
+
+
+def temporary_sibling(path) -> Path:
+    """A fresh hidden name next to ``path`` to write into before renaming: ``.<name>.<32 hex>.partial``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+
+
+def remove_stale_temporaries(path) -> list[str]:
+    """Remove the :func:`temporary_sibling` files / folders of ``path`` that a killed writer left behind.
+
+    Called after a write of ``path`` succeeded; returns the names removed.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.partial")
+    removed = []
+    for entry in path.parent.iterdir():
+        if pattern.fullmatch(entry.name):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry.name)
+    return removed
+
+
+def absolute(path) -> str:
+    """``path`` as an absolute path on this machine (symlinks kept, ``..`` not resolved)."""
+    return os.path.abspath(os.fspath(path))
+
+
+def real(path) -> Path:
+    """The resolved real path (symlinks and ``..`` followed; the path need not exist)."""
+    return Path(os.path.realpath(os.fspath(path)))
+
+
+def _clash(a: Path, b: Path) -> bool:
+    """Same path, or one inside the other."""
+    return a == b or a in b.parents or b in a.parents
+
+
+def zarr_node_type(path) -> str | None:
+    """``"array"`` / ``"group"`` for a Zarr v3 node at ``path``, else None (reads only ``zarr.json``)."""
+    try:
+        meta = json.loads(Path(path, "zarr.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta.get("node_type") if isinstance(meta, dict) else None
+
+
+def checkpoint_state(path) -> str:
+    """What is at a checkpoint path: ``"absent"``, ``"empty"``, ``"run"``, ``"file"`` or ``"foreign"``.
+
+    ``"empty"`` is an empty folder, a Zarr group with no attributes and no
+    members (what a run killed right after creating its group leaves), or a
+    cdfts-dask store that committed no iteration (``completed < 0``);
+    ``"run"`` is any other group whose ``format`` attribute is a cdfts-dask
+    store of any version; ``"foreign"`` is anything else in a folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        return "absent"
+    if not path.is_dir():
+        return "file"
+    entries = {p.name for p in path.iterdir()}
+    if not entries:
+        return "empty"
+    if "zarr.json" not in entries or zarr_node_type(path) != "group":
+        return "foreign"
+    try:
+        attrs = json.loads((path / "zarr.json").read_text()).get("attributes") or {}
+    except (OSError, ValueError):
+        return "foreign"
+    if str(attrs.get("format", "")).startswith(STORE_FORMAT):
+        done = attrs.get("completed")
+        nothing_committed = isinstance(done, int) and not isinstance(done, bool) and done < 0
+        return "empty" if nothing_committed else "run"
+    return "empty" if entries == {"zarr.json"} and not attrs else "foreign"
+
+
+def check_checkpoint_path(checkpoint) -> str:
+    """Refuse a checkpoint path that is a file or a folder of other things; return its state."""
+    state = checkpoint_state(checkpoint)
+    if state == "file":
+        raise ValueError(
+            f"checkpoint: {str(checkpoint)!r} is an existing file, not a checkpoint store (a folder); "
+            "choose another path"
+        )
+    if state == "foreign":
+        raise ValueError(
+            f"checkpoint: {str(checkpoint)!r} is an existing folder that is not a cdfts-dask run store; "
+            "refusing to write into it (choose a new path)"
+        )
+    return state
+
+
+def check_output_path(output) -> None:
+    """Refuse an output that is a symlink to a directory, or an existing directory not a Zarr array."""
+    path = Path(output)
+    if path.is_symlink() and path.is_dir():
+        raise ValueError(
+            f"output: {str(output)!r} is a symbolic link to a directory ({str(real(path))!r}); "
+            "refusing to replace it (give the real path or another name)"
+        )
+    if path.is_dir() and zarr_node_type(path) != "array":
+        raise ValueError(
+            f"output: {str(output)!r} is an existing directory that is not a Zarr array; "
+            "refusing to replace it (choose another path)"
+        )
+
+
+def check_run_paths(input=None, output=None, checkpoint=None) -> None:
+    """All the path checks of a run, before any data is read (None = not given / not a path)."""
+    named = [(role, path) for role, path in (("input", input), ("output", output), ("checkpoint", checkpoint))
+             if path is not None]
+    for i, (role_a, a) in enumerate(named):
+        for role_b, b in named[i + 1 :]:
+            ra, rb = real(a), real(b)
+            if _clash(ra, rb):
+                how = "is" if ra == rb else "is inside" if ra in rb.parents else "contains"
+                raise ValueError(
+                    f"{role_b} {str(b)!r} {how} the {role_a} {str(a)!r} (resolved: {str(rb)!r}); "
+                    f"refusing to overwrite it: choose another {role_b} path"
+                )
+    if checkpoint is not None:
+        check_checkpoint_path(checkpoint)
+    if output is not None:
+        check_output_path(output)

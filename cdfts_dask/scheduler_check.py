@@ -1,0 +1,75 @@
+"""Check a scheduler address before ``distributed.Client`` is given it: one clear line instead of a hang.
+
+``distributed.Client(address)`` waits forever on a listener that accepts a
+connection and never answers, and reports a listener that sends non-Dask
+bytes as ``Unable to allocate 3.07 EiB``.  :func:`check_scheduler` parses the
+address, then opens one comm and asks the scheduler for its identity, all
+bounded by Dask's connect timeout.
+"""
+
+from __future__ import annotations
+
+
+def connect_timeout() -> float:
+    """Dask's ``distributed.comm.timeouts.connect`` in seconds (set it, e.g. with
+    ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``, to wait longer or shorter)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s"))
+
+
+def check_scheduler(address: str, security=None, timeout: float | None = None) -> None:
+    """Refuse in one line, naming ``address``: a malformed or unsupported address, a scheduler that
+    cannot be reached, or a listener that does not answer a Dask handshake within ``timeout`` seconds
+    (default :func:`connect_timeout`); ``distributed.Client`` alone would wait forever on a silent one."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    timeout = connect_timeout() if timeout is None else timeout
+    try:
+        scheme, location = parse_address(address, strict=True)
+        from distributed.comm.registry import backends
+
+        if scheme not in backends:
+            raise ValueError(f"unknown scheme {scheme!r}; known: {sorted(set(backends) - {'inproc'})}")
+        if scheme == "inproc":
+            raise ValueError("inproc:// names a scheduler inside this very process, not one to connect to")
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"client: not a usable Dask scheduler address {address!r}: {exc}") from None
+    from distributed.security import Security
+
+    security = Security() if security is None else security  # None: Dask's TLS configuration, if any
+    connection_args = security.get_connection_args("client")
+
+    async def handshake():
+        comm = await connect(address, timeout=timeout, **connection_args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    async def bounded():
+        return await asyncio.wait_for(handshake(), timeout)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # own event loop, even inside a running one
+        try:
+            reply = pool.submit(asyncio.run, bounded()).result()
+        except TimeoutError:
+            raise ValueError(
+                f"client: the scheduler at {address!r} did not answer within {timeout:g} s (set "
+                "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to wait longer)"
+            ) from None
+        except Exception as exc:  # refused, unknown scheme, TLS failure, non-Dask bytes (MemoryError ...)
+            raise ValueError(
+                f"client: cannot reach a Dask scheduler at {address!r}: "
+                f"{type(exc).__name__}: {str(exc)[:200]}"
+            ) from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise ValueError(f"client: {address!r} answered, but not as a Dask scheduler: {str(reply)[:200]}")
