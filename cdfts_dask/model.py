@@ -27,6 +27,7 @@ no worker ever holds all of Y.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,8 +146,8 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
     import zarr
 
     path = str(path)
-    if not store.Checkpoint.exists(path):
-        raise ValueError(f"model: {path!r} is not a cdfts-dask run store (no Zarr group there)")
+    if not os.path.exists(path):
+        raise ValueError(f"model: {path!r} is not a cdfts-dask run store (nothing there)")
     try:
         group = zarr.open_group(path, mode="r")
         attrs = dict(group.attrs)

@@ -145,7 +145,7 @@ def test_zarr_path_to_zarr_chunkwise_on_workers(syn_model, tmp_path, client):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]  # no partial left behind
     for writes_over_its_input in (lambda: est.transform(str(src), output=src),
                                   lambda: cdf_ts(str(src), n_references=100, output=src)):  # fmt: skip
-        with pytest.raises(ValueError, match="is the input X; choose another output path"):
+        with pytest.raises(ValueError, match="is the input.*choose another output path"):
             writes_over_its_input()
     assert np.array_equal(zarr.open_array(str(src), mode="r")[...], X)
 
