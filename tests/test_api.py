@@ -56,6 +56,7 @@ def test_auto_method_and_scheduler_address(X, expected, client):
     assert np.abs(cdf_ts(X, lam=0.2, delta=0.01, client=addr, tile_size=50) - expected).max() <= 1e-9
 
 
+@pytest.mark.slow
 def test_embedded_local_cluster_by_default(X, expected):
     out = cdf_ts(X, lam=0.2, delta=0.01, method="tiled", n_workers=1, tile_size=64)
     assert np.abs(out - expected).max() <= 1e-9

@@ -124,6 +124,7 @@ def test_bad_file_cli(tmp_path, capsys, case):
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["nan", "ragged-rows", "zarr-group-not-array"])
 def test_bad_file_cli_subprocess_has_no_traceback(tmp_path, case):
     make, _, pattern = BAD_FILES[case]

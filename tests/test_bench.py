@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, cli_env
 
 from cdfts_dask import bench
 
 
+@pytest.mark.slow
 def test_bench_command_prints_columns():
     proc = subprocess.run(
         [sys.executable, "-m", "cdfts_dask", "bench", "--sizes", "60", "--workers", "1", "-d", "3",

@@ -110,6 +110,7 @@ def test_half_written_iteration_is_discarded(tmp_path, points):
     assert Checkpoint(store).positions(3).shape == points.shape
 
 
+@pytest.mark.slow
 def test_resume_after_killing_a_real_process(tmp_path):
     """SIGKILL a `cdfts transform --checkpoint` run mid-way, resume it, compare with an uninterrupted run."""
     rng = np.random.default_rng(12)

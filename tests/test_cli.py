@@ -23,6 +23,7 @@ def cdfts(*args, cwd=None):
     )
 
 
+@pytest.mark.slow
 def test_help_documents_subcommands_and_options():
     top = cdfts("--help")
     assert top.returncode == 0 and "transform" in top.stdout
@@ -55,6 +56,7 @@ def test_transform_csv_passes_label_through(tmp_path):
     assert np.abs(table[:, :-1] - cdf_ts_dense(src[:, :-1], 0.1, 0.01).X).max() <= 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".npy", ".zarr"])
 def test_transform_npy_and_zarr_on_workers(tmp_path, suffix):
     X = np.random.default_rng(3).uniform(size=(200, 3))
@@ -83,6 +85,7 @@ def test_transform_npy_and_zarr_on_workers(tmp_path, suffix):
     assert np.abs(Y - cdf_ts_dense(X, estimator="knn", k=10).X).max() <= 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -101,6 +104,7 @@ def test_bad_options_print_one_line_and_write_nothing(tmp_path, args, message):
     assert "Traceback" not in res.stderr and not out.exists()
 
 
+@pytest.mark.slow
 def test_bad_files(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n3,oops\n")
@@ -113,6 +117,7 @@ def test_bad_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -164,6 +169,7 @@ def test_a_label_like_column_is_refused_unless_named(tmp_path):
         assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (40, 3)  # all three columns transformed
 
 
+@pytest.mark.slow
 def test_help_states_each_default_once():
     for command in ["transform", "plot", "evaluate", "bench"]:
         text = cdfts(command, "--help").stdout

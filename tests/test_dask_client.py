@@ -59,6 +59,7 @@ def test_the_sessions_default_client_is_used(X, client):
     assert session_client() is None
 
 
+@pytest.mark.slow
 def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
     assert session_client() is None  # the test fixtures' clients are not the default
     before = _processes()

@@ -200,6 +200,7 @@ def _strict(schema):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["k8s/cluster/daskcluster.yaml", "k8s/job/daskjob.yaml"])
 def test_k8s_manifest_matches_the_operator_crd(path):
     """Each manifest against the CustomResourceDefinition dask-kubernetes ships (its Helm chart's crds/)."""

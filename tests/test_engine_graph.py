@@ -42,6 +42,7 @@ def test_boundary_ties_and_duplicates_equal_oracle(client, n, tile, estimator, k
     assert_tiled_equals_oracle(awkward(n, 4, seed=n + 1), client, tile, estimator, k, lam=lam, max_iter=iters)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 40)])
 def test_one_worker_and_larger_n(client1, estimator, k):
     assert_tiled_equals_oracle(blobs(1500, 4, seed=7), client1, 256, estimator, k, max_iter=2)
@@ -58,6 +59,7 @@ def test_default_panel_rows_one_worker(client1):
     assert np.abs(out - ref.X).max() <= 1e-9
 
 
+@pytest.mark.slow
 def test_above_single_task_diameter(client):
     """n above DIAMETER_SINGLE_MAX_N: the diameter is split into parts across the workers."""
     X = awkward(DIAMETER_SINGLE_MAX_N + 100, 2, seed=3)

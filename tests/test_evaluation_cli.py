@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import DATA, ROOT, cli_env
 
 
@@ -17,6 +19,7 @@ def _cdfts(*args, timeout=300, warnings="default"):
     )
 
 
+@pytest.mark.slow
 def test_evaluate_writes_tables(tmp_path):
     out = tmp_path / "res"
     r = _cdfts(
@@ -42,11 +45,13 @@ def test_evaluate_writes_tables(tmp_path):
     assert (out / "parameters.json").exists()
 
 
+@pytest.mark.slow
 def test_evaluate_without_datasets_is_a_clean_error(tmp_path):
     r = _cdfts("evaluate", "--out", str(tmp_path))
     assert r.returncode == 2 and "no datasets" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_plot_two_and_high_dimensional(tmp_path):
     r = _cdfts("plot", str(DATA / "3L.csv"), "--out", str(tmp_path), "--iterations", "3", warnings="error")
     assert r.returncode == 0, r.stderr

@@ -15,6 +15,7 @@ from tests.conftest import DATA, load_csv
 DBSCAN_GRID = ClusteringGrid(eps=tuple(eps_grid(0.01)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["3L", "4C"])
 def test_cdfts_raises_dbscan_best_f_measure(name):
     X, y = load_csv(DATA / f"{name}.csv")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, cli_env
 
 
+@pytest.mark.slow
 def test_api_quickstart_example():
     script = "examples/api_quickstart.py"
     res = subprocess.run([sys.executable, script], cwd=ROOT, env=cli_env(), capture_output=True, text=True)

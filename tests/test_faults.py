@@ -131,6 +131,7 @@ def test_sigkilled_client_resumes_to_the_uninterrupted_result(tmp_path, syn_X, e
 # -- a store whose last iteration is half-written -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_half_written_iteration_is_discarded_and_redone(tmp_path, syn_X):
     ckpt = tmp_path / "run.zarr"
     cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=3, method="dense", checkpoint=ckpt)
@@ -226,6 +227,7 @@ def tiny_tmpfs(tmp_path):
         subprocess.run(["umount", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".csv", ".npy"])
 def test_real_full_disk_cli(tiny_tmpfs, suffix):
     out = tiny_tmpfs / f"out{suffix}"  # 1500 x 2 doubles (24 KB as .npy, ~60 KB as CSV) > 16 KiB
@@ -239,6 +241,7 @@ def test_real_full_disk_cli(tiny_tmpfs, suffix):
 # -- two runs on the same store at once ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
     ckpt = tmp_path / "run.zarr"
     with store.StoreLock(ckpt):

@@ -42,6 +42,7 @@ def test_dask_array_input_stays_on_workers(client):
     np.testing.assert_allclose(client.compute(out).result(), ref, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_dask_array_out_outlives_an_embedded_cluster():
     """Without a client the run's cluster closes at the end: the dask array returned holds the data."""
     da = pytest.importorskip("dask.array")
