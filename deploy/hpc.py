@@ -32,8 +32,10 @@ import importlib.util
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 
 from cdfts_dask.cli import OneLineErrorParser, build_parser, run_command
+from cdfts_dask.inputs import _check_readable as check_readable
 from cdfts_dask.log import logger, verbosity
 from cdfts_dask.outputs import check_writable, output_format
 
@@ -164,7 +166,9 @@ def _cluster(options):
 
 def run(options, transform, args) -> int:
     """Start the scheduler and ``options.jobs`` worker jobs, then run ``cdfts transform`` on them."""
-    output_format(args.output)  # fail before any job is queued
+    # the CLI's own checks, before any job is queued (the input's contents are checked when it is read)
+    check_readable(Path(args.input), "input")
+    output_format(args.output)
     check_writable(args.output)
     with _cluster(options) as cluster:
         cluster.scale(jobs=options.jobs)

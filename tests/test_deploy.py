@@ -351,7 +351,8 @@ def test_hpc_scheduler_host_and_install_source(hpc):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["in.npy", "out.txt"], "output: unsupported file type '.txt'"),
+        (["missing.npy", "out.npy"], "input: file not found"),
+        ([str(DATA / "syn.csv"), "out.txt"], "output: unsupported file type '.txt'"),
         (["in.npy", "out.npy", "--workers", "2"], "--workers is not for hpc.py"),
         (["in.npy", "out.npy", "--jobs", "0"], "--jobs must be at least 1"),
         (["in.npy", "out.npy", "--bogus"], "unrecognized arguments: --bogus"),
