@@ -238,16 +238,17 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
 def transform_input(model_, fit: FitSpec, output=None):
     """The fitted model applied to all of the fit's input: Zarr at ``output`` (chunk-wise on the
     cluster), a lazy dask array for a dask array in, else NumPy."""
+    backend = fit.params.backend  # the fit's device replays it
     if output is not None:
         source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers)
+        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers, backend)
     if fit.lazy is not None and fit.lazy.is_dask:
-        return model.transform_dask(model_, fit.lazy.array)
+        return model.transform_dask(model_, fit.lazy.array, backend=backend)
     if fit.lazy is None and fit.client is None:
-        return model.transform_numpy(model_, fit.points)  # threads of this process
+        return model.transform_numpy(model_, fit.points, backend=backend)  # in this process
     source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-    with dask_client(fit.client, fit.params.n_workers, security=fit.security) as c:
-        return c.compute(model.transform_dask(model_, source)).result()
+    with dask_client(fit.client, fit.params.n_workers, gpu=backend == "cuda", security=fit.security) as c:
+        return c.compute(model.transform_dask(model_, source, backend=backend)).result()
 
 
 def da_from_numpy(points: np.ndarray):

@@ -117,7 +117,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X, output=None):
-        """Replay the fitted run on X (rows independent; O(rows n_f d T) work, no n x n_f matrix).
+        """Replay the fitted run on X (rows independent; O(rows n_f d T) work, no n x n_f matrix),
+        on the device the fit used (``backend``).
 
         NumPy / array-like in: NumPy out.  Dask array, Zarr array or Zarr path
         in: a lazy dask array (one task per row chunk, the model shared), or,
@@ -130,11 +131,11 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not isinstance(X, da.Array):
             if output is not None:
                 return model.transform_to_zarr(self.model_, api.da_from_numpy(X), output, self.client,
-                                               self.n_workers)  # fmt: skip
-            return model.transform_numpy(self.model_, X)
+                                               self.n_workers, self.backend)  # fmt: skip
+            return model.transform_numpy(self.model_, X, backend=self.backend)
         if output is not None:
-            return model.transform_to_zarr(self.model_, X, output, self.client, self.n_workers)
-        return model.transform_dask(self.model_, model.as_dask(X))
+            return model.transform_to_zarr(self.model_, X, output, self.client, self.n_workers, self.backend)
+        return model.transform_dask(self.model_, model.as_dask(X), backend=self.backend)
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X).transform(X)``; an exact fit already holds the result (``embedding_``)."""

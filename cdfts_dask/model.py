@@ -23,11 +23,22 @@ kernel tiles the references).
 Rows are independent, so the transform of a dask array (or a Zarr store) is
 a ``map_blocks`` over row chunks with the model as one shared graph node:
 no worker ever holds all of Y.
+
+The replay runs on a device of the engine's registry (``backend``: ``"cpu"``
+or ``"cuda"``, as in the fit): its ``prepare``, ``column_mean`` and
+``shift_targets`` task bodies.  Each process copies the model's references,
+shift plans and ranges to its device once, on first use, and keeps them with
+the model for every later block (:meth:`CDFTSModel.on_device`).  The CUDA
+replay is tested under numba's CUDA simulator only (no GPU run yet).  Devices
+sum in other orders, so a replay on another device than the fit's agrees to
+rounding, except with the k-NN estimator at points with more than k
+duplicates (radius 0: rho jumps at s = 0); on the fit's device it is exact.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,15 +46,16 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import check_points
-from .engine import device_module, plan
-from .normalise import apply_range
+from ._validation import check_choice, check_points
+from .engine import DEVICES, device_module, plan
+from .normalise import apply_range, column_span
 
-#: the device whose task bodies replay a model (its ``prepare``, ``column_mean`` and
-#: ``shift_targets``: the engine's own shift kernel with references != targets)
-DEVICE = "cpu"
-#: rows per task when a NumPy array is transformed with the threaded scheduler
+#: the device of the model's own arrays (host NumPy, kept in the fit's dtype by its ``prepare``)
+HOST_DEVICE = "cpu"
+#: rows per task when a NumPy array is transformed in this process (threads on a host device)
 NUMPY_ROW_CHUNK = 32768
+#: guards the per-process copies of models on devices (made once, by the first thread that needs them)
+_RESIDENT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,16 @@ class ModelIteration:
     radius: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class ResidentIteration:
+    """Iteration t of a model on one device: what its replay step reads there."""
+
+    references: object  # P_t in the fit's dtype (a device array)
+    plan: plan.ShiftPlan | None  # the fit's shift plan, its arrays on the device (None when m_t = 0)
+    lo: object  # lo_t (float64 d-vector on the device)
+    span: object  # column_span(lo_t, hi_t): the engine's end-of-iteration normalisation
+
+
 @dataclass
 class CDFTSModel:
     """A completed CDF-TS run: the input range and every iteration's references and statistics.
@@ -76,19 +98,43 @@ class CDFTSModel:
     estimator: str
     k: int | None
     dtype: str = "float64"
-    plans: list[plan.ShiftPlan | None] = field(init=False, repr=False)
+    #: backend -> the iterations on that device, made in this process on first use (never pickled)
+    _resident: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lo = np.asarray(self.lo, dtype=np.float64)
         self.hi = np.asarray(self.hi, dtype=np.float64)
-        self.plans = [self._plan(it) for it in self.iterations]
 
-    def _plan(self, it: ModelIteration) -> plan.ShiftPlan | None:
-        """The fit's shift plan of iteration t (the engine's :mod:`~cdfts_dask.engine.plan`)."""
-        mean = device_module(DEVICE).column_mean(it.references)
+    def __getstate__(self) -> dict:
+        """Pickled without the device copies: a worker makes its own once (:meth:`on_device`)."""
+        return {**self.__dict__, "_resident": {}}
+
+    def on_device(self, backend: str) -> list[ResidentIteration]:
+        """Every iteration's references, shift plan and end-of-iteration range on ``backend``'s device.
+
+        Made once per process and kept with the model: a worker copies them to
+        its device the first time it transforms a block, not once per block.
+        The plan is the fit's (the engine's :mod:`~cdfts_dask.engine.plan`),
+        with ``mean(P_t)`` taken by the device's own ``column_mean`` as in the
+        fit, so a replay on the fit's device sums exactly as the fit did.
+        """
+        with _RESIDENT_LOCK:
+            if backend not in self._resident:
+                dev = device_module(backend)
+                self._resident[backend] = [self._resident_iteration(dev, it) for it in self.iterations]
+            return self._resident[backend]
+
+    def _resident_iteration(self, dev, it: ModelIteration) -> ResidentIteration:
+        P = dev.prepare(it.references, self.dtype)
+        mean = dev.column_mean(P)
         if self.estimator == "epsilon":
-            return plan.epsilon_plan(it.m, self.lam, it.counts, mean, self.dtype)
-        return plan.knn_plan(it.m, self.k, it.radius, mean, self.dtype)
+            shift_plan = plan.epsilon_plan(it.m, self.lam, it.counts, mean, self.dtype)
+        else:
+            shift_plan = plan.knn_plan(it.m, self.k, it.radius, mean, self.dtype)
+        if shift_plan is not None:
+            shift_plan = shift_plan.map(lambda values: dev.prepare(values, values.dtype))
+        span = column_span(it.lo, it.hi)
+        return ResidentIteration(P, shift_plan, dev.prepare(it.lo, "float64"), dev.prepare(span, "float64"))
 
     @property
     def n_features(self) -> int:
@@ -102,26 +148,28 @@ class CDFTSModel:
     def n_iter(self) -> int:
         return len(self.iterations)
 
-    def transform_block(self, Y) -> np.ndarray:
-        """Replay the run on the rows of Y (rows x d, finite); returns rows x d in the fit's dtype.
+    def transform_block(self, Y, backend: str = "cpu") -> np.ndarray:
+        """Replay the run on the rows of Y (rows x d, finite, host); returns rows x d in the fit's dtype.
 
-        Each iteration is the engine's shift body (``shift_targets``) with the
-        references P_t and Y's current positions as targets, then the fit's
-        end-of-iteration normalisation; all references coincided (m_t = 0)
-        means nothing moved in the fit, nor here.
+        On ``backend``'s device: each iteration is the engine's shift body
+        (``shift_targets``) with the references P_t and Y's current positions
+        as targets, then the fit's end-of-iteration normalisation (as the
+        engine's ``finish``); all references coincided (m_t = 0) means nothing
+        moved in the fit, nor here.  Y goes to the device once and comes back
+        once; the model's arrays are already there (:meth:`on_device`).
         """
-        dev = device_module(DEVICE)
-        y = apply_range(np.asarray(Y, dtype=np.float64), self.lo, self.hi)
-        for it, shift_plan in zip(self.iterations, self.plans, strict=True):
-            shifted = dev.shift_targets(it.references, dev.prepare(y, self.dtype), shift_plan)
-            y = apply_range(shifted, it.lo, it.hi).astype(self.dtype, copy=False)
-        return np.asarray(y, dtype=self.dtype)
+        dev = device_module(backend)
+        y = dev.prepare(apply_range(np.asarray(Y, dtype=np.float64), self.lo, self.hi), self.dtype)
+        for it in self.on_device(backend):
+            shifted = dev.shift_targets(it.references, y, it.plan)
+            y = ((shifted - it.lo) / it.span).astype(self.dtype, copy=False)
+        return np.asarray(dev.to_host(y), dtype=self.dtype)
 
 
 def iteration_of(references, statistics: dict, m: float, lo, hi, lam: float, k, dtype: str) -> ModelIteration:
     """One :class:`ModelIteration` from what the fit measured in that iteration (``{"counts": ...}``
     or ``{"radius": ...}``)."""
-    refs = device_module(DEVICE).prepare(np.asarray(references), dtype)
+    refs = device_module(HOST_DEVICE).prepare(np.asarray(references), dtype)
     return ModelIteration(
         refs, float(m), np.asarray(lo, np.float64), np.asarray(hi, np.float64),
         counts=_array(statistics.get("counts")), radius=_array(statistics.get("radius")),
@@ -191,41 +239,52 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
 # -- transforming arrays of any kind ----------------------------------------------------------------------
 
 
-def _block(block: np.ndarray, model: CDFTSModel, name: str, block_info=None) -> np.ndarray:
-    """Validate one row chunk (finite, numeric) and replay the model on it."""
+def _block(block: np.ndarray, model: CDFTSModel, name: str, backend: str, block_info=None) -> np.ndarray:
+    """Validate one row chunk (finite, numeric) and replay the model on it on ``backend``'s device."""
     from .lazy import _check_block
 
-    return model.transform_block(_check_block(block, name, block_info))
+    return model.transform_block(_check_block(block, name, block_info), backend)
 
 
-def transform_dask(model: CDFTSModel, Y, name: str = "X"):
+def check_backend(backend) -> str:
+    """``backend`` names a device of the engine's registry (``"cpu"``, ``"cuda"``)."""
+    return check_choice(backend, "backend", tuple(DEVICES))
+
+
+def transform_dask(model: CDFTSModel, Y, name: str = "X", backend: str = "cpu"):
     """Lazy transform of a dask array (n x d): one task per row chunk, the model one shared graph node.
 
     Columns are gathered into one chunk per row block (a row needs all its
     coordinates); every block is validated (NaN / inf, named by global row)
-    and transformed independently, so no task holds more than its row chunk.
+    and transformed independently on ``backend``'s device, so no task holds
+    more than its row chunk (and the model, copied to the device once per worker).
     """
     import dask
 
+    check_backend(backend)
     check_features(model, Y.shape, name)
     Y = Y.rechunk({1: -1})
     shared = dask.delayed(model, name=f"cdfts-model-{uuid.uuid4().hex}")
     token = f"cdfts-transform-{uuid.uuid4().hex}"
     meta = np.empty((0, model.n_features), dtype=model.dtype)
-    return Y.map_blocks(_block, shared, name, dtype=meta.dtype, meta=meta, name=token)
+    return Y.map_blocks(_block, shared, name, backend, dtype=meta.dtype, meta=meta, name=token)
 
 
-def transform_numpy(model: CDFTSModel, Y, name: str = "X", row_chunk: int = NUMPY_ROW_CHUNK) -> np.ndarray:
-    """Transform an in-memory array (validated: numeric, finite, the model's d) with the threaded
-    scheduler over row chunks (the numba kernel releases the GIL)."""
+def transform_numpy(
+    model: CDFTSModel, Y, name: str = "X", row_chunk: int = NUMPY_ROW_CHUNK, backend: str = "cpu"
+) -> np.ndarray:
+    """Transform an in-memory array (validated: numeric, finite, the model's d) in this process, over
+    row chunks: with the threaded scheduler on the CPU (the numba kernel releases the GIL), one chunk
+    after another on a GPU (one kernel launch already fills the device)."""
     import dask.array as da
 
+    check_backend(backend)
     Y = check_points(Y, name, min_rows=1)
     check_features(model, Y.shape, name)
     if Y.shape[0] <= row_chunk:
-        return model.transform_block(Y)
-    lazy = transform_dask(model, da.from_array(Y, chunks=(row_chunk, -1)))
-    return lazy.compute(scheduler="threads")
+        return model.transform_block(Y, backend)
+    lazy = transform_dask(model, da.from_array(Y, chunks=(row_chunk, -1)), backend=backend)
+    return lazy.compute(scheduler="threads" if device_module(backend).HOST else "synchronous")
 
 
 def check_features(model: CDFTSModel, shape: tuple, name: str) -> None:
@@ -238,20 +297,23 @@ def check_features(model: CDFTSModel, shape: tuple, name: str) -> None:
         )
 
 
-def transform_to_zarr(model: CDFTSModel, Y, output, client=None, n_workers: int | None = None):
+def transform_to_zarr(
+    model: CDFTSModel, Y, output, client=None, n_workers: int | None = None, backend: str = "cpu"
+):
     """Transform Y (dask array, Zarr array or path) into a new Zarr array at ``output``, chunk by chunk.
 
-    Runs on ``client`` (or an embedded cluster); the result is written under a
-    temporary sibling name and renamed into place once complete, so a failed
-    run never leaves a half-written output.  Returns the output opened read-only.
+    Runs on ``client`` (or an embedded cluster: one ``dask_cuda`` worker per GPU for
+    ``backend="cuda"``); the result is written under a temporary sibling name and
+    renamed into place once complete, so a failed run never leaves a half-written
+    output.  Returns the output opened read-only.
     """
     import zarr
 
     from .dask_client import dask_client
 
     check_not_the_input(output, Y)
-    lazy = transform_dask(model, as_dask(Y))
-    with dask_client(client, n_workers) as c:
+    lazy = transform_dask(model, as_dask(Y), backend=backend)
+    with dask_client(client, n_workers, gpu=backend == "cuda") as c:
         store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
     return zarr.open_array(str(output), mode="r")
 

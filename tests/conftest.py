@@ -22,6 +22,12 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0" if HAS_GPU else "1")
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
+#: tests of the CUDA device's kernels run by numba's CUDA simulator (on NumPy arrays, small n)
+simulated_cuda = pytest.mark.skipif(
+    os.environ["NUMBA_ENABLE_CUDASIM"] in ("", "0"),
+    reason="simulator tests: run with NUMBA_ENABLE_CUDASIM=1 (conftest.py sets it where no GPU exists)",
+)
+
 
 def load_csv(path) -> tuple[np.ndarray, np.ndarray]:
     table = np.loadtxt(path, delimiter=",", skiprows=1)

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import simulated_cuda
 from points import awkward, blobs, bodies_step, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import cpu, cuda_kernels, plan
-
-simulator = pytest.mark.skipif(
-    not cuda_kernels.SIMULATOR,
-    reason="simulator tests: run with NUMBA_ENABLE_CUDASIM=1 (conftest.py sets it where no GPU exists)",
-)
 
 
 @pytest.fixture
@@ -37,7 +33,7 @@ def _lattice() -> np.ndarray:
     return np.vstack([X, X[::9]])
 
 
-@simulator
+@simulated_cuda
 @pytest.mark.parametrize("n", [2, 16, 37, 64])  # tiles of 16: 64 divides, 37 does not, 2 is one part tile
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", 5)])
 def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
@@ -50,7 +46,7 @@ def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
     assert np.abs(Xn - ref.X).max() <= 1e-9 and abs(delta - ref.delta) <= 1e-9
 
 
-@simulator
+@simulated_cuda
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
 def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
@@ -65,7 +61,7 @@ def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
     assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
 
 
-@simulator
+@simulated_cuda
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
     """References and targets apart (an out-of-sample shift), the guard band included."""
@@ -79,7 +75,7 @@ def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
     assert np.abs(cuda.to_host(B) - B_cpu).max() <= 1e-12
 
 
-@simulator
+@simulated_cuda
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2)])
 def test_simulated_device_through_the_graph_equals_oracle(client, estimator, k):
     """``backend="cuda"`` end to end on the session's workers (simulated kernels), two iterations."""

@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import DATA, load_csv
+from conftest import DATA, load_csv, simulated_cuda
 
 from cdfts_dask import CDFTS, cdf_ts
 from cdfts_dask import model as fitted
@@ -63,6 +63,107 @@ def test_float32_fit_replays_in_float32(client):
     Y = est.fit_transform(X)
     Z = est.transform(X)
     assert Z.dtype == np.float32 and np.abs(Z - Y).max() <= 1e-6
+
+
+# -- the replay on the CUDA device (numba's CUDA simulator without a GPU) ----------------------------------
+
+
+@pytest.fixture
+def cuda_tiles_of_16(monkeypatch):
+    """Replays in this process stage references in tiles of 16 (so n_f = 60 spans four, the last partial)."""
+    from cdfts_dask.engine import cuda
+
+    monkeypatch.setattr(cuda, "THREADS", 16)
+
+
+CUDA_CASES = [  # k-NN: fewer than k + 1 copies, so no radius is 0 (rho jumps at s = 0 there: see below)
+    pytest.param("epsilon", None, 9, id="epsilon-duplicates"),
+    pytest.param("knn", 5, 3, id="knn-duplicates"),
+]
+
+
+@simulated_cuda
+@pytest.mark.parametrize("estimator,k,dups", CUDA_CASES)
+def test_cuda_replay_equals_fit_transform_and_the_cpu_replay(estimator, k, dups, client, cuda_tiles_of_16):
+    """``CDFTS(backend="cuda")``: the fit on the workers' (simulated) device with panels of 25 rows (not
+    dividing 60), the replay in this process on the device; both equal the oracle, the CPU replay of the
+    same model, and each other, in and out of sample."""
+    X = blobs(60, duplicates=dups, constant=True)
+    est = CDFTS(lam=0.2, delta=1e-9, max_iter=3, estimator=estimator, k=k, client=client, tile_size=25,
+                backend="cuda")  # fmt: skip
+    Y = est.fit_transform(X)
+    assert est.model_.n_iter == 3
+    dense = cdf_ts(X, lam=0.2, delta=1e-9, max_iter=3, estimator=estimator, k=k, method="dense")
+    assert np.abs(Y - dense).max() <= 1e-9
+    new = np.random.default_rng(4).normal(1.5, 2.5, (23, 3))  # some beyond the fit range
+    both = np.concatenate([X, new])
+    on_cuda = est.transform(both)
+    on_cpu = fitted.transform_numpy(est.model_, both, backend="cpu")
+    assert np.abs(on_cuda[:60] - Y).max() <= 1e-9 and np.abs(on_cpu[:60] - Y).max() <= 1e-9
+    assert np.abs(on_cuda - on_cpu).max() <= 1e-9
+
+
+@simulated_cuda
+def test_cuda_replay_of_knn_radius_zero_is_the_cuda_fit(client, cuda_tiles_of_16):
+    """k + 1 or more duplicates: radius 0 there, where rho jumps at s = 0, so a replay must sum as the fit
+    did (an ulp apart, a duplicate no longer meets its own reference at s = 0).  The replay on the fit's
+    device does (the same kernel, the same references, the same column mean)."""
+    X = blobs(60, duplicates=8)
+    est = CDFTS(lam=0.2, delta=1e-9, max_iter=3, estimator="knn", k=3, client=client, tile_size=25,
+                backend="cuda")  # fmt: skip
+    Y = est.fit_transform(X)
+    assert np.abs(est.transform(X) - Y).max() <= 1e-9
+    dense = cdf_ts(X, lam=0.2, delta=1e-9, max_iter=3, estimator="knn", k=3, method="dense")
+    assert np.abs(Y - dense).max() <= 1e-9
+
+
+@simulated_cuda
+def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
+    X = blobs(60, duplicates=5)
+    est = CDFTS(lam=0.2, max_iter=3, dtype="float32", client=client, tile_size=25, backend="cuda")
+    Y = est.fit_transform(X)
+    Z = est.transform(X)
+    assert Z.dtype == np.float32 and np.abs(Z - Y).max() <= 1e-6
+    assert np.abs(fitted.transform_numpy(est.model_, X, backend="cpu") - Z).max() <= 1e-6
+
+
+@simulated_cuda
+def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_of_16, monkeypatch):
+    """A dask array on the workers (one task per row chunk), a NumPy array in chunks in this process: both
+    the one-block replay, by the CUDA shift body; the model's device copies are made once per process
+    (whatever the number of chunks) and never pickled."""
+    import pickle
+
+    from cdfts_dask.engine import cuda
+
+    calls = {"shift_targets": 0, "prepare": 0}
+
+    def counted(name):
+        body = getattr(cuda, name)
+
+        def spy(*args):
+            calls[name] += 1
+            return body(*args)
+
+        monkeypatch.setattr(cuda, name, spy)
+
+    counted("shift_targets")
+    counted("prepare")
+    X = blobs(60, duplicates=4)
+    est = CDFTS(lam=0.2, max_iter=2, method="dense").fit(X)
+    whole = est.model_.transform_block(X, "cuda")
+    assert calls["shift_targets"] == 2  # one per iteration
+    chunked = fitted.transform_numpy(est.model_, X, row_chunk=17, backend="cuda")
+    assert np.array_equal(chunked, whole) and calls["shift_targets"] == 2 + 4 * 2  # 4 chunks x 2 iterations
+    per_iteration = 3 + 7  # references, lo, span and the plan's 7 arrays
+    assert calls["prepare"] == 2 * per_iteration + 1 + 4  # the model once, then each block's points
+    assert est.model_.on_device("cuda") is est.model_.on_device("cuda")
+    assert pickle.loads(pickle.dumps(est.model_))._resident == {}
+    lazy = fitted.transform_dask(est.model_, da.from_array(X, chunks=(17, 3)), backend="cuda")
+    assert np.array_equal(client.compute(lazy).result(), whole)
+    assert np.abs(whole - est.embedding_).max() <= 1e-9
+    with pytest.raises(ValueError, match="backend must be one of .*'gpu'"):
+        fitted.transform_numpy(est.model_, X, backend="gpu")
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +330,16 @@ def test_cli_apply_replays_a_transform_run(tmp_path, capsys):
     code, err = _apply(capsys, store, src, tmp_path / "out.zarr", "--workers", "1", "--quiet")
     assert code == 0 and err == ""
     assert np.abs(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...] - a[:, :-1]).max() <= 1e-9
+
+
+@simulated_cuda
+def test_cli_apply_on_the_gpu_equals_the_cpu(tmp_path, capsys):
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60, duplicates=3), lam=0.2, max_iter=2, checkpoint=store)
+    np.save(tmp_path / "new.npy", np.random.default_rng(6).normal(1, 2, (30, 3)))
+    for out, flags in (("cpu.npy", []), ("gpu.npy", ["--gpu"])):
+        assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / out, "--quiet", *flags) == (0, "")
+    assert np.abs(np.load(tmp_path / "gpu.npy") - np.load(tmp_path / "cpu.npy")).max() <= 1e-9
 
 
 def test_cli_apply_errors_are_one_line(tmp_path, capsys):

@@ -45,6 +45,9 @@ def register(sub) -> None:
     p.add_argument(
         "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
     )
+    p.add_argument("--gpu", action="store_true",
+                   help="replay on the GPUs (CuPy + numba-cuda; the embedded cluster is a dask-cuda "
+                   "LocalCUDACluster, one worker per GPU)")
     p.add_argument("--quiet", action="store_true", help="no messages on stderr (else: a summary line)")
     p.set_defaults(func=run)
 
@@ -69,23 +72,24 @@ def _run(args) -> int:
     check_writable(args.output)
     _check_paths(args)
     fitted = model.load(args.model)
+    backend = "cuda" if args.gpu else "cpu"
     tic = time.perf_counter()
     if args.label is None and is_zarr_path(args.input):  # out-of-core: workers read chunk-wise
         source = model.as_dask(args.input, "input")
         model.check_features(fitted, source.shape, "input")
         if output_format(args.output) == ".zarr":
-            Y = model.transform_to_zarr(fitted, source, args.output, args.scheduler, args.workers)
+            Y = model.transform_to_zarr(fitted, source, args.output, args.scheduler, args.workers, backend)
         else:
             from ..dask_client import dask_client
 
-            with dask_client(args.scheduler, args.workers) as c:
-                Y = c.compute(model.transform_dask(fitted, source, "input")).result()
+            with dask_client(args.scheduler, args.workers, gpu=args.gpu) as c:
+                Y = c.compute(model.transform_dask(fitted, source, "input", backend)).result()
             write_table(args.output, Y)
     else:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
         if args.label is None and not args.no_label:
             check_no_label_column(header)
-        Y = model.transform_numpy(fitted, X, name="input")
+        Y = model.transform_numpy(fitted, X, name="input", backend=backend)
         write_table(args.output, Y, labels, header, label_name(args.label, header))
     logger.info(
         "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,

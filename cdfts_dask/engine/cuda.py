@@ -111,13 +111,21 @@ def shift_sums(P, Y, plan: ShiftPlan):
     return A / n_ref, B / n_ref
 
 
+def shift_targets(P, Y, plan: ShiftPlan | None):
+    """Shifted (not yet normalised) float64 positions ``mean(P) + y A(y) - B(y)`` of the targets Y
+    against the references P (device arrays in the working dtype; see :func:`shift_sums`), on the
+    device; a None plan (m = 0) moves nothing.  The plan's arrays may be host NumPy (copied for this
+    call) or already on the device (a fitted model keeps them there)."""
+    Y64 = Y.astype(np.float64)
+    if plan is None:  # all points coincide: nothing moves
+        return Y64
+    A, B = shift_sums(P, Y, plan)
+    return xp.asarray(plan.mean) + Y64 * A[:, None] - B
+
+
 def shift_part(X, a: int, b: int, plan: ShiftPlan | None):
     """Shifted (not yet normalised) float64 positions ``mean(X) + y A(y) - B(y)`` of rows [a, b)."""
-    Y = X[a:b].astype(np.float64)
-    if plan is None:  # all points coincide: nothing moves
-        return Y
-    A, B = shift_sums(X, X[a:b], plan)
-    return xp.asarray(plan.mean) + Y * A[:, None] - B
+    return shift_targets(X, X[a:b], plan)
 
 
 def concat(*parts):

@@ -22,7 +22,7 @@ Everything here is O(n) or O(n d) work on the host; nothing touches pairs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -96,6 +96,10 @@ class ShiftPlan:
     a: np.ndarray
     bm: np.ndarray
     mean: np.ndarray
+
+    def map(self, func) -> ShiftPlan:
+        """This plan with every array passed through ``func`` (e.g. copied to a device once)."""
+        return ShiftPlan(*(func(getattr(self, f.name)) for f in fields(self)))
 
 
 def shift_plan(m: float, radius, q, mean, dtype: str) -> ShiftPlan:
