@@ -185,12 +185,17 @@ def read_csv_table(path, label_column=None, name: str = "input"):
     except _READ_ERRORS as exc:
         raise _read_error(name, path, exc) from None
     if failed:
-        raise _bad_cell_error(path, layout, name)
+        raise csv_error(path, layout, name)
     return X, labels, layout.feature_header()
 
 
-def _bad_cell_error(path: Path, layout: CsvLayout, name: str) -> Exception:
-    found = first_bad_cell(path, layout)
+def csv_error(path: Path, layout: CsvLayout, name: str) -> Exception:
+    """The error for a file that failed to parse as numbers: the first bad cell's row and column (empty,
+    missing or non-numeric), or the file line of a ragged row; found by reading the file again as text."""
+    try:
+        found = first_bad_cell(path, layout)
+    except _READ_ERRORS as exc:
+        return _read_error(name, path, exc)
     if found is None:
         return ValueError(f"{name}: cannot parse {str(path)!r} as numbers")
     row, col, text = found

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import api, model
+from .csv_blocks import is_large_csv
 from .inputs import is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
@@ -26,8 +27,9 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Points outside the fit data's range may map outside [0, 1].
 
     Input: array-likes are validated the scikit-learn way (float64, 2-D,
-    finite, at least 2 rows).  Dask arrays, Zarr arrays and Zarr paths are
-    never loaded whole: ``fit`` reads them chunk-wise (only the drawn rows with
+    finite, at least 2 rows).  Dask arrays, Zarr arrays, Zarr paths and CSV
+    files of 64 MiB or more (:mod:`cdfts_dask.csv_blocks`) are never loaded
+    whole: ``fit`` reads them chunk-wise (only the drawn rows with
     ``n_references``), ``transform`` returns a lazy dask array (or writes a Zarr
     store chunk by chunk when ``output`` is given).
 
@@ -85,9 +87,10 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _validated(self, X, reset: bool):
         """Array-likes: scikit-learn validation (float64, 2-D, finite, n >= 2, feature checks).
         Dask / Zarr input: shape and dtype only (the workers check the values chunk by chunk)."""
-        if is_path(X) and not is_zarr_path(X):
+        chunked = is_zarr_path(X) or is_large_csv(X)  # read chunk-wise by the workers
+        if is_path(X) and not chunked:
             X = read_table(X, name="X")[0]  # a CSV / .npy file: read, then validated as an array
-        if not (is_zarr_path(X) or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
+        if not (chunked or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
         if reset:
@@ -120,8 +123,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Replay the fitted run on X (rows independent; O(rows n_f d T) work, no n x n_f matrix),
         on the device the fit used (``backend``).
 
-        NumPy / array-like in: NumPy out.  Dask array, Zarr array or Zarr path
-        in: a lazy dask array (one task per row chunk, the model shared), or,
+        NumPy / array-like in: NumPy out.  Dask array, Zarr array, Zarr path
+        or large CSV file in: a lazy dask array (one task per row chunk, the model shared), or,
         with ``output`` (a Zarr path), the result written there chunk by chunk
         on ``client`` and returned opened read-only.
         """

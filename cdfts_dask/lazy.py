@@ -1,7 +1,10 @@
 """Out-of-core input for the tiled engine: the workers read and validate, the client sees only metadata.
 
 For a Zarr path (or a ``dask.array.Array``) :func:`lazy_input` reads just the
-shape and dtype on the client.  :meth:`LazyInput.to_worker` then builds a
+shape and dtype on the client; for a CSV file of at least
+:data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES`, its first row and the
+line count of each block (:mod:`cdfts_dask.csv_blocks`: the workers parse the
+blocks).  :meth:`LazyInput.to_worker` then builds a
 chunk-wise Dask computation (one task per stored chunk) that checks every
 block for NaN / inf, casts it to float64, and concatenates the blocks *on a
 worker*; the client keeps only a future.  The client's memory therefore
@@ -17,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_numeric_dtype, check_shape
+from .csv_blocks import csv_blocks, is_large_csv
+from .csv_input import csv_layout
 from .inputs import is_path, open_zarr_array, read_zarr_block
 from .paths import absolute
 
@@ -92,7 +97,8 @@ def is_zarr_path(X) -> bool:
 
 
 def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
-    """A :class:`LazyInput` for a Zarr path or a dask array (metadata checked here), else None."""
+    """A :class:`LazyInput` for a Zarr path, a large CSV file (every column a feature) or a dask array
+    (metadata checked here), else None."""
     import dask.array as da
 
     if is_zarr_path(X):
@@ -104,6 +110,10 @@ def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
             _read_block, str(path), name, chunks=da.core.normalize_chunks(node.chunks, node.shape),
             dtype=node.dtype, name=f"cdfts-read-{uuid.uuid4().hex}",
         )  # fmt: skip
+        return LazyInput(blocks, name)
+    if is_large_csv(X):
+        blocks = csv_blocks(X, csv_layout(X, None, name), name)
+        check_shape(tuple(blocks.shape), name, min_rows)
         return LazyInput(blocks, name)
     if isinstance(X, da.Array):
         check_numeric_dtype(X.dtype, name)

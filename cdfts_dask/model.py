@@ -327,7 +327,8 @@ def check_not_the_input(output, source, name: str = "X") -> None:
 
 
 def as_dask(Y, name: str = "X"):
-    """A dask array of a dask array, a Zarr array or a Zarr path (metadata checked, nothing read)."""
+    """A dask array of a dask array, a Zarr array, a Zarr path (metadata checked, nothing read) or a CSV
+    path of :data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES` or more (its blocks' lines counted)."""
     import dask.array as da
 
     from .lazy import lazy_input

@@ -8,6 +8,8 @@ import sys
 import time
 
 from ..api import cdf_ts
+from ..csv_blocks import csv_blocks, csv_labels, is_large_csv
+from ..csv_input import csv_layout
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
@@ -120,10 +122,16 @@ def _run(args) -> int:
     check_run_paths(input=args.input, output=args.output, checkpoint=args.checkpoint)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
+    elif is_large_csv(args.input):  # its first row only, here: the label rule is checked before any reading
+        layout = csv_layout(args.input, args.label, "input")
+        X, labels, header = None, None, layout.feature_header()
     else:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
-        if args.label is None and not args.no_label:
-            check_no_label_column(header)
+    if args.label is None and not args.no_label:
+        check_no_label_column(header)
+    if X is None:  # a large CSV: parsed block-wise by the workers, its label column read here alone
+        X = csv_blocks(args.input, layout, "input")
+        labels = None if layout.label is None else csv_labels(args.input, layout, X.shape[0])
     tic = time.perf_counter()
     with _dask_quiet():
         Y, info = cdf_ts(
@@ -148,6 +156,7 @@ def _run(args) -> int:
             random_state=args.random_state,
         )
     if _worker_output(args, labels) is None:
+        Y = Y.compute() if hasattr(Y, "compute") else Y  # a dask array in (large CSV) gives one back
         write_table(args.output, Y, labels, header, label_name(args.label, header))
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)

@@ -1,0 +1,107 @@
+"""A large CSV file as a chunked dask array whose blocks are parsed by the workers.
+
+``dask.bytes.read_bytes`` cuts the file into blocks of about
+:data:`CSV_BLOCK_BYTES` that end on a line break; each block becomes one task
+that parses it with pandas' C parser under the file's one layout
+(:func:`cdfts_dask.csv_input.csv_layout`: header rule with the label column set
+aside, BOM stripped, the same keyword arguments as the eager reader; the header
+line is in the first block only) and keeps the feature columns.  The rows of
+every block are counted first, from its bytes (the non-blank lines, as pandas
+skips blank ones), so the array's shape is known before any parsing, and a
+parsed block whose row count differs is an error, never a shifted row.  A
+block that fails to parse raises the eager reader's error for the file
+(:func:`cdfts_dask.csv_input.csv_error`: the row and column of the first bad
+cell, or the file line of a ragged row).
+
+The label column, when there is one, is read on the client alone
+(:func:`csv_labels`: one text column; the caller writes it to the output).
+
+Used for CSV input of at least :data:`CSV_ON_WORKERS_BYTES` (smaller files are
+read whole by :func:`cdfts_dask.csv_input.read_csv_table`).  Limitation, as
+for ``dask.dataframe.read_csv``: a quoted field must not contain a line break.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from .csv_input import CsvLayout, csv_error
+from .paths import absolute
+
+#: CSV files at least this large are parsed block-wise by the workers
+CSV_ON_WORKERS_BYTES = 64 * 2**20
+#: bytes of CSV text per block (one parse task each)
+CSV_BLOCK_BYTES = 32 * 2**20
+
+
+def is_large_csv(X) -> bool:
+    """A path to an existing ``.csv`` file of at least :data:`CSV_ON_WORKERS_BYTES` bytes."""
+    from .inputs import is_path
+
+    if not is_path(X) or Path(X).suffix.lower() != ".csv" or not Path(X).is_file():
+        return False
+    return Path(X).stat().st_size >= CSV_ON_WORKERS_BYTES
+
+
+def _rows(block: bytes, header: bool) -> int:
+    """Data rows in a block of whole lines: the non-blank ones, less the header line."""
+    return sum(1 for line in block.splitlines() if line.strip()) - int(header)
+
+
+def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, rows: int, name: str) -> np.ndarray:
+    """The float64 feature columns of one block (on a worker), or the eager reader's error for the file."""
+    import pandas as pd
+
+    kwargs = layout.read_kwargs()
+    if not first:
+        kwargs["header"] = None  # the header line is in the first block only
+    try:
+        X = layout.split(pd.read_csv(io.BytesIO(block), **kwargs))[0]
+        bad = bool(np.isnan(X).any())
+    except (ValueError, TypeError):  # pandas' ParserError is a ValueError
+        bad = True
+    if bad:
+        raise csv_error(Path(path), layout, name)
+    if X.shape[0] != rows:
+        raise ValueError(f"{name}: {path!r}: a block parsed to {X.shape[0]} rows, its lines say {rows}")
+    return X
+
+
+def csv_blocks(path, layout: CsvLayout, name: str = "X"):
+    """The feature columns of a CSV file of this ``layout`` (:func:`~cdfts_dask.csv_input.csv_layout`)
+    as a float64 dask array of row blocks in file order, parsed when computed (one task per block)."""
+    import dask
+    import dask.array as da
+    from dask.bytes import read_bytes
+
+    path = absolute(path)  # the workers read it: a relative path would be relative to their directory
+    _, (blocks,) = read_bytes(path, delimiter=b"\n", blocksize=CSV_BLOCK_BYTES, sample=False)
+    counts = dask.compute(*[dask.delayed(_rows)(b, i == 0 and layout.header is not None)
+                            for i, b in enumerate(blocks)])  # fmt: skip
+    token = uuid.uuid4().hex  # a fresh graph name per read, as for Zarr input
+    parts = [
+        da.from_delayed(
+            dask.delayed(_parse, name=f"cdfts-csv-{token}-{i}")(b, path, layout, i == 0, rows, name),
+            shape=(rows, len(layout.features)), dtype=np.float64,
+        )
+        for i, (b, rows) in enumerate(zip(blocks, counts, strict=True))
+        if rows > 0
+    ]  # fmt: skip
+    if not parts:
+        raise ValueError(f"{name}: {path!r} has no data rows")
+    return da.concatenate(parts)
+
+
+def csv_labels(path, layout: CsvLayout, n: int, name: str = "input") -> np.ndarray:
+    """The label column of a CSV file (text, untouched), read here alone; ``n`` rows expected."""
+    import pandas as pd
+
+    kwargs = {**layout.read_kwargs(), "usecols": [layout.label]}
+    labels = pd.read_csv(path, **kwargs)[layout.label].to_numpy(dtype=object)
+    if len(labels) != n:
+        raise ValueError(f"{name}: {str(path)!r}: {len(labels)} labels read for {n} rows of features")
+    return labels
