@@ -86,6 +86,26 @@ def test_feature_names_and_set_output(syn):
         est.transform(X)
 
 
+@pytest.mark.parametrize("n_references", [None, 150])  # fit_transform: the run's result / a replay
+def test_dataframe_in_keeps_its_index_and_column_names_out(syn, n_references):
+    pd = pytest.importorskip("pandas")
+    X, _ = syn
+    index = pd.Index([f"p{i}" for i in range(len(X))][::-1], name="point")  # not a RangeIndex
+    frame = pd.DataFrame(X, columns=["width", "height"], index=index)
+    params = dict(lam=0.1, delta=0.01, n_references=n_references, random_state=0)
+    est = CDFTS(**params).set_output(transform="pandas")
+    plain = CDFTS(**params)
+    out = est.fit_transform(frame)
+    assert isinstance(out, pd.DataFrame) and out.index.equals(index) and out.index.name == "point"
+    assert list(out.columns) == list(est.get_feature_names_out()) == ["width", "height"]
+    assert np.array_equal(out.to_numpy(), plain.fit_transform(X))  # the same numbers as for the array
+    part = frame.iloc[200:260]
+    new = est.transform(part)
+    assert isinstance(new, pd.DataFrame) and new.index.equals(part.index)
+    assert list(new.columns) == ["width", "height"]
+    assert np.array_equal(new.to_numpy(), plain.transform(X[200:260]))
+
+
 def test_fitted_attributes(syn):
     X, _ = syn
     with pytest.raises(NotFittedError):
