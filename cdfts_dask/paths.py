@@ -134,8 +134,10 @@ def check_output_path(output) -> None:
 
 def check_run_paths(input=None, output=None, checkpoint=None) -> None:
     """All the path checks of a run, before any data is read (None = not given / not a path)."""
-    named = [(role, path) for role, path in (("input", input), ("output", output), ("checkpoint", checkpoint))
-             if path is not None]
+    # in this order, so that a message asks for another path of the later role: an output is never the
+    # input nor the store (the checkpoint, or the model ``cdfts apply`` reads), a store never the input
+    roles = (("input", input), ("checkpoint", checkpoint), ("output", output))
+    named = [(role, path) for role, path in roles if path is not None]
     for i, (role_a, a) in enumerate(named):
         for role_b, b in named[i + 1 :]:
             ra, rb = real(a), real(b)

@@ -350,7 +350,9 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
         ((store, tmp_path / "two.npy", tmp_path / "o.npy"), "input has 2 features (columns), but the model "
          "was fitted on 3"),
         ((tmp_path / "two.npy", tmp_path / "two.npy", tmp_path / "o.npy"), "is not a cdfts-dask run store"),
-        ((store, tmp_path / "two.npy", tmp_path / "two.npy"), "is the input; choose another output path"),
+        ((store, tmp_path / "two.npy", tmp_path / "two.npy"), "is the input"),
+        ((store, tmp_path / "two.npy", store), "output '" + str(store) + "' is the checkpoint"),
+        ((store, tmp_path / "two.npy", store / "o.npy"), "is inside the checkpoint"),
         ((store, tmp_path / "two.npy", tmp_path / "o.txt"), "unsupported file type '.txt'"),
     ]  # fmt: skip
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w")

@@ -203,21 +203,27 @@ def test_large_csv_row_count_is_checked(tmp_path, small_csv_threshold):
 
 
 def test_cli_large_csv_with_label_read_by_the_workers(tmp_path, client, small_csv_threshold, monkeypatch):
-    from cdfts_dask.cli import main, transform
+    from cdfts_dask.cli import apply, main, transform
 
     X = np.random.default_rng(9).random((300, 2))
     labels = [str(i % 2) for i in range(300)]
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     _write_csv(src, X, "x0,x1,label", labels)
     monkeypatch.setattr(transform, "read_table", None)  # the client does not read the table
+    monkeypatch.setattr(apply, "read_table", None)
     cli = ["transform", str(src), str(out), "--scheduler", client.scheduler.address, "--quiet"]
     assert main(cli) == 2 and not out.exists()  # a column named like a label is refused before any work
-    assert main([*cli, "--max-iter", "2", "--label", "label"]) == 0
-    written = np.genfromtxt(out, delimiter=",", names=True, dtype=None, encoding="utf-8")
-    assert written.dtype.names == ("x0", "x1", "label")
+    store = tmp_path / "run.zarr"
+    assert main([*cli, "--max-iter", "2", "--label", "label", "--checkpoint", str(store)]) == 0
     ref = cdfts_dask.cdf_ts(X, max_iter=2, method="dense")
-    np.testing.assert_allclose(np.column_stack([written["x0"], written["x1"]]), ref, rtol=0, atol=1e-9)
-    assert [str(v) for v in written["label"]] == labels
+    again = tmp_path / "again.csv"  # cdfts apply reads a large CSV the same way
+    assert main(["apply", str(store), str(src), str(again), "--label", "label", "--quiet",
+                 "--scheduler", client.scheduler.address]) == 0  # fmt: skip
+    for path in (out, again):
+        written = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
+        assert written.dtype.names == ("x0", "x1", "label")
+        np.testing.assert_allclose(np.column_stack([written["x0"], written["x1"]]), ref, rtol=0, atol=1e-9)
+        assert [str(v) for v in written["label"]] == labels
 
 
 def test_estimator_reads_a_large_csv_chunk_wise(tmp_path, client, small_csv_threshold):

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from .. import model
+from ..csv_blocks import is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
+from ..paths import check_run_paths
 from . import HelpFormatter
-from .transform import LABEL_LIKE_NAMES, check_no_label_column
+from .transform import LABEL_LIKE_NAMES, check_no_label_column, large_csv_input
 
 
 def register(sub) -> None:
@@ -20,8 +21,9 @@ def register(sub) -> None:
         description="Replay the iterations of the completed CDF-TS run stored in MODEL (the --checkpoint "
         "store of an earlier `cdfts transform`) on the points in INPUT and write them to OUTPUT. Rows are "
         "transformed independently; points outside the fitted data's range may land outside [0, 1]. "
-        "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr; a Zarr INPUT without --label is read "
-        "and a Zarr OUTPUT written chunk by chunk by the Dask workers. A label column named by --label is "
+        "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr; a Zarr INPUT without --label and a CSV "
+        "INPUT of 64 MiB or more are read, and a Zarr OUTPUT without labels written, chunk by chunk by the "
+        "Dask workers. A label column named by --label is "
         "passed through untouched (written as the last column of a CSV output).",
         formatter_class=HelpFormatter,
     )
@@ -52,47 +54,50 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _check_paths(args) -> None:
-    """OUTPUT must be a new name: never the model store or the input."""
-    out = Path(args.output).resolve()
-    for name in ("model", "input"):
-        if Path(getattr(args, name)).resolve() == out:
-            raise ValueError(f"output: {args.output!r} is the {name}; choose another output path")
-
-
 def run(args) -> int:
     with verbosity(not args.quiet):
         return _run(args)
 
 
 def _run(args) -> int:
-    from ..lazy import is_zarr_path
-
     output_format(args.output)
     check_writable(args.output)
-    _check_paths(args)
-    fitted = model.load(args.model)
+    fitted = model.load(args.model)  # first: a MODEL that is no completed run store is named as such
+    check_run_paths(input=args.input, output=args.output, checkpoint=args.model)  # never overwrite either
     backend = "cuda" if args.gpu else "cpu"
     tic = time.perf_counter()
-    if args.label is None and is_zarr_path(args.input):  # out-of-core: workers read chunk-wise
-        source = model.as_dask(args.input, "input")
+    source, labels, header = _chunked_input(args)
+    by_worker = source is not None and labels is None and output_format(args.output) == ".zarr"
+    if source is None:
+        X, labels, header = read_table(args.input, label_column=args.label, name="input")
+        if args.label is None and not args.no_label:
+            check_no_label_column(header)
+        Y = model.transform_numpy(fitted, X, name="input", backend=backend)
+    else:  # out-of-core: the workers read chunk-wise
         model.check_features(fitted, source.shape, "input")
-        if output_format(args.output) == ".zarr":
+        if by_worker:  # a Zarr output written chunk by chunk by the workers
             Y = model.transform_to_zarr(fitted, source, args.output, args.scheduler, args.workers, backend)
         else:
             from ..dask_client import dask_client
 
             with dask_client(args.scheduler, args.workers, gpu=args.gpu) as c:
                 Y = c.compute(model.transform_dask(fitted, source, "input", backend)).result()
-            write_table(args.output, Y)
-    else:
-        X, labels, header = read_table(args.input, label_column=args.label, name="input")
-        if args.label is None and not args.no_label:
-            check_no_label_column(header)
-        Y = model.transform_numpy(fitted, X, name="input", backend=backend)
+    if not by_worker:
         write_table(args.output, Y, labels, header, label_name(args.label, header))
     logger.info(
         "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,
         fitted.n_references, time.perf_counter() - tic, Y.shape[0], Y.shape[1], args.output,
     )  # fmt: skip
     return 0
+
+
+def _chunked_input(args):
+    """``(dask array, labels, header)`` for input the workers read chunk-wise (a Zarr input without
+    --label, a CSV of :data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES` or more), else Nones."""
+    from ..lazy import is_zarr_path
+
+    if args.label is None and is_zarr_path(args.input):
+        return model.as_dask(args.input, "input"), None, None
+    if is_large_csv(args.input):
+        return large_csv_input(args)
+    return None, None, None

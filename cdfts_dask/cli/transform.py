@@ -111,6 +111,19 @@ def check_no_label_column(header: list[str] | None) -> None:
             )
 
 
+def large_csv_input(args):
+    """``(features, labels or None, feature header)`` of a CSV INPUT of
+    :data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES` or more: the features a dask array the workers
+    parse block by block, the ``--label`` column read here alone (it goes to the output)."""
+    layout = csv_layout(args.input, args.label, "input")  # the first row only: the label rule comes first
+    header = layout.feature_header()
+    if args.label is None and not args.no_label:
+        check_no_label_column(header)
+    features = csv_blocks(args.input, layout, "input")
+    labels = None if layout.label is None else csv_labels(args.input, layout, features.shape[0])
+    return features, labels, header
+
+
 def run(args) -> int:
     with verbosity(not args.quiet):
         return _run(args)
@@ -122,16 +135,12 @@ def _run(args) -> int:
     check_run_paths(input=args.input, output=args.output, checkpoint=args.checkpoint)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
-    elif is_large_csv(args.input):  # its first row only, here: the label rule is checked before any reading
-        layout = csv_layout(args.input, args.label, "input")
-        X, labels, header = None, None, layout.feature_header()
+    elif is_large_csv(args.input):
+        X, labels, header = large_csv_input(args)
     else:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
-    if args.label is None and not args.no_label:
-        check_no_label_column(header)
-    if X is None:  # a large CSV: parsed block-wise by the workers, its label column read here alone
-        X = csv_blocks(args.input, layout, "input")
-        labels = None if layout.label is None else csv_labels(args.input, layout, X.shape[0])
+        if args.label is None and not args.no_label:
+            check_no_label_column(header)
     tic = time.perf_counter()
     with _dask_quiet():
         Y, info = cdf_ts(
