@@ -14,6 +14,11 @@ from .engine import Step, TiledEngine
 from .log import logger
 from .normalise import minmax_normalise
 
+#: how often a run goes back to its last state outside the workers after their data was lost, then gives up
+MAX_RECOVERIES = 3
+#: seconds a recovery waits for at least one worker (a restarted one, or the survivors)
+RECOVERY_WAIT_S = 60
+
 
 @dataclass
 class IterationReport:
@@ -46,6 +51,9 @@ class RunResult:
 
 class DenseMethod:
     """The oracle, in this process."""
+
+    #: errors that mean the data of a run was lost with its workers: none here
+    lost_errors: tuple[type[BaseException], ...] = ()
 
     def put(self, X: np.ndarray):
         return X
@@ -125,6 +133,19 @@ class TiledMethod:
         the workers read) is used as it is."""
         return X
 
+    @property
+    def lost_errors(self) -> tuple[type[BaseException], ...]:
+        """What Dask raises when a run's data went with its workers: a task whose input was
+        scattered to (or computed on) workers that died, or that killed its workers too often."""
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
+
+        return (FutureCancelledError, KilledWorker)
+
+    def await_workers(self, timeout: float) -> None:
+        """Wait until at least one worker is there (a nanny restarts a killed one)."""
+        self.client.wait_for_workers(1, timeout=timeout)
+
     def normalise(self, X):
         if isinstance(X, np.ndarray):  # normalised here, scattered once
             return self.engine.put(minmax_normalise(X)[0])
@@ -183,6 +204,32 @@ def panel_progress(description: str):
                 bar.update()
 
     return watch
+
+
+def _recover(method, X, checkpoint, t: int, exc: BaseException) -> tuple[int, object]:
+    """Where a run goes on after its workers' data was lost during iteration ``t``.
+
+    The data (the current positions, or the input they were computed from)
+    existed on workers only; Dask cannot recompute what was scattered there.
+    So the run goes back to the last state that exists outside the workers:
+    the checkpoint's last complete iteration (verified, as ``--resume`` reads
+    it), or, without a checkpoint, the input itself (iteration 1 again).  Every
+    iteration is deterministic, so the result is the undisturbed run's.
+    Returns the iteration to run next and its starting positions.
+    """
+    method.await_workers(RECOVERY_WAIT_S)  # raises TimeoutError when none comes back
+    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+    lost = f"workers' data lost during iteration {t} ({type(exc).__name__}: {reason})"
+    if checkpoint is not None:
+        ckpt = store.Checkpoint(checkpoint)
+        done = ckpt.completed
+        problem = ckpt.verify(done)
+        if problem is not None:
+            raise store.StoreDamaged(f"{lost}; checkpoint {str(checkpoint)!r}: {problem}") from exc
+        logger.warning("%s; going on from iteration %d of the checkpoint %s", lost, done, checkpoint)
+        return done + 1, method.load_positions(checkpoint, done)
+    logger.warning("%s; starting again from the input (a checkpoint keeps finished iterations)", lost)
+    return 1, method.normalise(X)
 
 
 @store.locked_checkpoint  # reliability: one run per checkpoint store at a time
@@ -252,16 +299,26 @@ def run(
             method.create_store(checkpoint, params, fp, Xt, input_range)
     run_tic = time.perf_counter()
     iterations = []
-    for t in range(start, max_iter + 1):
+    recoveries = 0
+    t = start
+    while t <= max_iter:
         tic = time.perf_counter()
         watch = panel_progress(f"iteration {t}") if progress_bar else None
-        info = method.step(Xt, shape, lam, estimator, k, watch=watch)
-        seconds = time.perf_counter() - tic
-        if checkpoint is not None:
-            method.save(checkpoint, t, info, seconds)
-        elif keep_model:
-            refs, stats = method.fetch_step(Xt, info)
-            iterations.append(fitted.iteration_of(refs, stats, info.m, info.lo, info.hi, lam, k, dtype))
+        try:
+            info = method.step(Xt, shape, lam, estimator, k, watch=watch)
+            seconds = time.perf_counter() - tic
+            if checkpoint is not None:
+                method.save(checkpoint, t, info, seconds)
+            elif keep_model:
+                refs, stats = method.fetch_step(Xt, info)
+                iterations.append(fitted.iteration_of(refs, stats, info.m, info.lo, info.hi, lam, k, dtype))
+        except method.lost_errors as exc:
+            recoveries += 1
+            if recoveries > MAX_RECOVERIES:
+                raise
+            t, Xt = _recover(method, X, checkpoint, t, exc)
+            del result.deltas[t - 1 :], iterations[t - 1 :]  # the iterations to be run again
+            continue
         Xt = info.X
         result.deltas.append(info.delta)
         report = IterationReport(t, info.delta, seconds, n)
@@ -273,6 +330,7 @@ def run(
         if info.delta <= delta:
             result.converged = True
             break
+        t += 1
     logger.info(
         "%s after %d iteration(s) (Delta %.6f) in %.2f s",
         f"converged (Delta <= {delta})" if result.converged else f"stopped at max_iter = {max_iter}",

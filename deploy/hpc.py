@@ -104,8 +104,9 @@ def make_cluster(
     }
     cluster_class = dask_jobqueue.SLURMCluster if system == "slurm" else dask_jobqueue.PBSCluster
     # The scheduler runs in this process. Its active memory manager would drop the input's replicas that
-    # the client broadcast to every worker (ReduceReplicas), leaving one copy: a job lost later would
-    # take the input with it, and nothing could recompute its tasks.
+    # the client broadcast to every worker (ReduceReplicas), leaving one copy, so a lost job would more
+    # often take the only copy with it; the run then goes back to its checkpoint (runner._recover), which
+    # costs the iterations since. Keeping the replicas makes that rarer.
     with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
         return cluster_class(**kwargs)
 

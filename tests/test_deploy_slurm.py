@@ -243,12 +243,6 @@ def _process_tree(roots: list[int], marker: str) -> set[int]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known engine bug, open: after a worker job is cancelled the engine's gather can raise "
-    "FutureCancelledError ('diameter-... cancelled: already forgotten'), seen in about 2 of 7 runs on a "
-    "loaded machine; the run must then be resumed from its checkpoint",
-)
 def test_hpc_slurm_survives_a_cancelled_worker_job(slurm, points, tmp_path):
     from distributed import Client
 
