@@ -199,6 +199,7 @@ def plot(summary: dict, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for i, (name, row) in enumerate(summary.items()):
@@ -214,6 +215,9 @@ def plot(summary: dict, path: Path) -> None:
                 title="downstream quality vs s (v: worst seed)")  # fmt: skip
     axes[1].set(xscale="log", yscale="log", xlabel="references s", ylabel="mean |Y_s - Y_exact|",
                 title="distance to exact CDF-TS")  # fmt: skip
+    for ax in axes:  # the four s values as plain numbers, no log-scale minor labels
+        ax.set_xticks(SIZES, [str(s) for s in SIZES])
+        ax.xaxis.set_minor_locator(NullLocator())
     axes[0].legend(fontsize=7)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
