@@ -134,7 +134,7 @@ def test_ec_default_density_radius_and_noise_on_blobs():
 
 # ----------------------------------------------------------------------------------------- LGD
 
-# 1-D points 0, 1, 2, 10, 12, 14 with k = 2 on squared distances.  k-NN (stable sort):
+# 1-D points 0, 1, 2, 10, 12, 14 with k = 2 on squared distances (LGD.m on these points).  k-NN:
 # 0: 1, 2   1: 0, 2   2: 1, 0   3: 4, 5   4: 3, 5   5: 4, 3
 # edges 0-1: 1, 0-2: 4, 1-2: 1, 3-4: 4, 3-5: 16, 4-5: 4; every degree 2
 # LD = 4 / sum = [0.8, 2, 0.8, 0.2, 0.5, 0.2];  LGD = LD / max neighbour LD = [.4, 2.5, .4, .4, 2.5, .4]
@@ -155,11 +155,26 @@ def test_lgd_hand_worked_gap_density_and_labels():
     assert np.allclose(local_gap_density(W), [0.4, 2.5, 0.4, 0.4, 2.5, 0.4])
     # tau = 0.5: cores 1 and 4, no core-core edge -> components {1}, {4}; every border point's
     # nearest denser neighbour is 1 (for 0, 2) or 4 (for 3, 5)
-    assert lgd(D, 2, 0.5, 2).tolist() == [0, 0, 0, 1, 1, 1]
+    assert lgd(D * D, 2, 0.5, 2).tolist() == [0, 0, 0, 1, 1, 1]
     # c = 3 > 2 components: LGD.m stops with an error -> every point unclustered
-    assert lgd(D, 2, 0.5, 3).tolist() == [-1] * 6
+    assert lgd(D * D, 2, 0.5, 3).tolist() == [-1] * 6
     # tau = 0.4: every point is core, components {0, 1, 2}, {3, 4, 5}
-    assert lgd(D, 2, 0.4, 2).tolist() == [0, 0, 0, 1, 1, 1]
+    assert lgd(D * D, 2, 0.4, 2).tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_lgd_runs_on_the_matrix_as_given():
+    """The evaluation feeds the view's distances unsquared (the paper's numbers; lgd.py docstring).
+
+    On SIX's unsquared distances the edges weigh 1, 2, 1 | 2, 4, 2, so LD = 4 / sum =
+    [4/3, 2, 4/3, 2/3, 1, 2/3] and LGD = [2/3, 3/2, 2/3, 2/3, 3/2, 2/3] (squared: 0.4 / 2.5)."""
+    D = pairwise_distances(SIX)
+    W = knn_graph(D, 2, neighbour_order(D))
+    assert np.allclose(local_gap_density(W), [2 / 3, 1.5, 2 / 3, 2 / 3, 1.5, 2 / 3])
+    # at tau = 0.5 every point of D is core (D * D: only 1 and 4); at 0.7 only 1 and 4 are
+    assert (local_gap_density(W) >= 0.5).all()
+    assert lgd(D, 2, 0.5, 2).tolist() == [0, 0, 0, 1, 1, 1]  # components {0, 1, 2}, {3, 4, 5}
+    assert lgd(D, 2, 0.7, 2).tolist() == [0, 0, 0, 1, 1, 1]  # {1}, {4}; the others follow them
+    assert lgd(D, 2, 0.5, 3).tolist() == [-1] * 6  # 2 components < c: LGD.m's error
 
 
 def test_lgd_knn_graph_keeps_the_last_writer():

@@ -1,9 +1,10 @@
 """Effect of the eps grid step on the best F-measures of 3L and 4C (all views and lambdas).
 
-DBSCAN's eps grid step is 0.001, DP's and EC's 0.01 in ``cdfts evaluate``; this reports the
-best F-measure of each algorithm and view with steps 0.01 and 0.001 for all of them.
+``cdfts evaluate`` searches eps on a grid of step 0.001 for DBSCAN, DP and EC; this reports the
+best F-measure of each algorithm and view with steps 0.01 and 0.001 (DScale-DBSCAN is the
+authors' ``Mdbscan.m``, as in ``cdfts evaluate``).
 
-    python scripts/eps_step_check.py > docs/results/eps_step_check.md
+    python docs/scripts/eps_step_check.py ../shared/datasets > docs/results/eps_step_check.md
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from cdfts_dask.evaluation.datasets import load_labelled
 from cdfts_dask.evaluation.grids import ClusteringGrid, eps_grid
-from cdfts_dask.evaluation.protocol import search_clustering
+from cdfts_dask.evaluation.protocol import AUTHORS_DBSCAN_VIEWS, search_clustering
 from cdfts_dask.evaluation.representations import make_view
 
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets")
@@ -32,8 +33,9 @@ for name in ("3L", "4C"):
         best_f = dict.fromkeys(ALGS, 0.0)
         for lam in lams:
             D = make_view(X, tr, lam=lam or 0.1).D
-            c = search_clustering(D, y, COARSE, ALGS)
-            f = search_clustering(D, y, FINE, ALGS)
+            authors = tr in AUTHORS_DBSCAN_VIEWS
+            c = search_clustering(D, y, COARSE, ALGS, authors)
+            f = search_clustering(D, y, FINE, ALGS, authors)
             for a in ALGS:
                 best_c[a] = max(best_c[a], c[a][0])
                 best_f[a] = max(best_f[a], f[a][0])

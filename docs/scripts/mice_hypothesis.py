@@ -8,7 +8,7 @@ factor columns from the class label (label = sorted UCI class names c-CS-m, c-CS
 t-CS-m, ...: genotype = label // 4, behaviour = label // 2 % 2, treatment = label % 2) and reruns the
 same best-over-grid search.  It tests a hypothesis; it is *not* our reproduction of the paper's number.
 
-    python scripts/mice_hypothesis.py > docs/results/mice_hypothesis.md
+    python docs/scripts/mice_hypothesis.py ../shared/datasets > docs/results/mice_hypothesis.md
 """
 
 from __future__ import annotations
