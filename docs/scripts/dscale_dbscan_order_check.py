@@ -25,7 +25,7 @@ from cdfts_dask.evaluation.protocol import search_clustering
 from cdfts_dask.evaluation.representations import make_view
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
-ONLY = set(sys.argv[2:]) or {"biodeg", "musk", "wilt", "dermatology", "ilpd", "libras", "wine"}
+ONLY = set(sys.argv[2:]) or {"musk", "wilt", "dermatology", "ilpd"}
 SEEDS = (1, 2, 3)
 grid = ClusteringGrid()
 
