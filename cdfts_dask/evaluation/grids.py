@@ -3,7 +3,7 @@
 Clustering (epsilon is relative to the largest distance of the view, so the
 paper's ``eps in [0, 1]`` is searched on a grid of step 0.001 for DBSCAN, DP
 and EC.  A step of 0.01 (the first version) is *not* fine enough: on 3L/4C it
-lowers best F-measures by up to 0.11 (3L DScale-DBSCAN 0.785 vs 0.895, the
+lowers best F-measures by up to 0.08 (3L DScale-DBSCAN 0.814 vs 0.896, the
 paper's 0.90) and on Seeds DBSCAN original / CDF-TS gives 0.73 / 0.77 instead
 of 0.75 / 0.83 (the paper's values); see docs/results/eps_step_check.md):
 
