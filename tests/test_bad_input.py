@@ -369,7 +369,7 @@ def test_npz_named_npy_is_one_line(tmp_path, capsys):
     assert_one_line_error(code, capsys.readouterr().err, r"\.npz archive")
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("dev-zero", marks=pytest.mark.slow)])  # a process each
 def test_non_regular_input_is_refused_not_read(tmp_path, kind):
     """Regression: reading from /dev/zero or a FIFO hung forever."""
     import os
@@ -385,13 +385,13 @@ def test_non_regular_input_is_refused_not_read(tmp_path, kind):
 
 
 @pytest.mark.parametrize("method", ["dense", "tiled"])
-def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method):
+def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method, client):
     """Regression: a truncated chunk in a Zarr input gave a Zstd traceback."""
     src = tmp_path / "in.zarr"
     arr = zarr.create_array(str(src), shape=(40, 2), dtype="f8", chunks=(10, 2))
     arr[...] = np.random.default_rng(0).random((40, 2))
     chunk = src / "c" / "2" / "0"
     chunk.write_bytes(chunk.read_bytes()[:7])
-    flags = ["--method", method] + (["--workers", "1"] if method == "tiled" else [])
+    flags = ["--method", method] + (["--scheduler", client.scheduler.address] if method == "tiled" else [])
     code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", *flags])
     assert_one_line_error(code, capsys.readouterr().err, r"cannot read the Zarr chunk at \[20:30, 0:2\]")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import zarr
 from conftest import cli_env
-from faultkit import run_cli
 
 from cdfts_dask import cdf_ts
 from cdfts_dask.oracle import cdf_ts_dense
@@ -196,17 +195,19 @@ def test_damaged_last_iteration_falls_back_to_the_previous_intact_one(tmp_path, 
     assert Checkpoint(store).verify(2) is None  # redone and intact again
 
 
-def test_damaged_iteration_through_the_cli_is_one_warning_line(tmp_path, points):
+def test_damaged_iteration_through_the_cli_is_one_warning_line(tmp_path, points, capsys):
+    from cdfts_dask.cli import main
+
     src, out, store = tmp_path / "in.npy", tmp_path / "out.npy", tmp_path / "run.zarr"
     np.save(src, points)
-    args = ["transform", src, out, "--lam", "0.2", "--delta", "1e-12", "--max-iter", "2"]
-    args += ["--checkpoint", store]
+    args = ["transform", str(src), str(out), "--lam", "0.2", "--delta", "1e-12", "--max-iter", "2"]
+    args += ["--checkpoint", str(store)]
 
-    assert run_cli(*args, "--quiet").returncode == 0
+    assert main([*args, "--quiet"]) == 0
     _damage_chunk(store, 2, "deleted")
-    res = run_cli(*args, "--quiet", "--resume")
-    assert res.returncode == 0, res.stderr
-    lines = res.stderr.strip().splitlines()
+    capsys.readouterr()
+    assert main([*args, "--quiet", "--resume"]) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cdfts: warning: ")
     assert "resuming from iteration 1" in lines[0]
     ref = cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12)

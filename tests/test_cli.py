@@ -147,15 +147,14 @@ def test_missing_optional_dependency_is_one_line(monkeypatch, capsys):
     assert "needs the optional package 'scipy.optimize'" in err[0] and "cdfts-dask[eval]" in err[0]
 
 
-def test_a_label_like_column_is_refused_unless_named(tmp_path):
+def test_a_label_like_column_is_refused_unless_named(tmp_path, capsys):
     """`cdfts transform 4C.csv out.csv` would transform the `label` column as a feature: refused, naming
     the option that passes it through; --no-label transforms it on purpose."""
     from cdfts_dask.cli import main
 
     out = tmp_path / "out.csv"
-    res = cdfts("transform", DATA / "4C.csv", out)
-    assert res.returncode == 2 and not out.exists()
-    assert res.stderr.strip() == (
+    assert main(["transform", str(DATA / "4C.csv"), str(out)]) == 2 and not out.exists()
+    assert capsys.readouterr().err.strip() == (
         "cdfts transform: error: input column 'label' looks like a label, not a feature: pass --label label "
         "to pass it through untouched, or --no-label to transform it as a feature"
     )

@@ -46,9 +46,15 @@ def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
     assert np.abs(Xn - ref.X).max() <= 1e-9 and abs(delta - ref.delta) <= 1e-9
 
 
+SLOW = [pytest.mark.slow]
+
+
 @simulated_cuda
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
+@pytest.mark.parametrize(
+    "estimator,k,dtype",
+    [pytest.param(e, k, t, id=f"{e}-{k}-{t}", marks=[] if (e, t) == ("epsilon", "float64") else SLOW)
+     for e, k in [("epsilon", None), ("knn", 3)] for t in ["float64", "float32"]],
+)  # the simulator runs every thread in Python: one case in the quick suite
 def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
     """On the lattice lam = 0.25 sqrt(2) / sqrt(3) puts pairs on the boundary: counts and radii equal the
     float64 oracle's on the (float32-rounded) points bit for bit; positions to 1e-9 / 1e-6."""

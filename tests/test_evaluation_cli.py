@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -66,28 +67,44 @@ def test_plot_two_and_high_dimensional(tmp_path):
     assert (tmp_path / "hd_mds.png").stat().st_size > 1000
 
 
-def test_evaluate_resume_runs_only_missing_tasks(tmp_path):
+def _main(capsys, *args) -> tuple[int, str]:
+    """``cdfts ARGS`` in this process: (exit status, stderr)."""
+    from cdfts_dask.cli import main
+
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
+    """In process on the session's cluster, 80 stratified rows of 3L: the same 16 tasks, quickly."""
     out = tmp_path / "res"
-    args = [
-        "evaluate",
-        "--data",
-        str(DATA / "3L.csv"),
-        "--eps-step",
-        "0.1",
-        "--workers",
-        "1",
-        "--out",
-        str(out),
-    ]
-    assert _cdfts(*args, "--quiet").returncode == 0
+    args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "80", "--eps-step", "0.1",
+            "--scheduler", client.scheduler.address, "--out", out]  # fmt: skip
+    assert _main(capsys, *args, "--quiet") == (0, "")
     full = (out / "results.csv").read_text()
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 16 * 4  # 16 tasks (original + 3 views x 5 lambdas) x 4 algorithms
     (out / "records.jsonl").write_text("\n".join(lines[:-6]) + "\n")  # the last task and half of another
-    r = _cdfts(*args, "--resume")
-    assert r.returncode == 0, r.stderr
-    assert "2 tasks (14 resumed)" in r.stderr
+    code, err = _main(capsys, *args, "--resume")
+    assert code == 0 and "2 tasks (14 resumed)" in err
     assert (out / "results.csv").read_text() == full
     (out / "records.jsonl").write_text(lines[0] + "\n{not json\n")
-    r = _cdfts(*args, "--resume")
-    assert r.returncode == 2 and "line 2 is not JSON" in r.stderr and "Traceback" not in r.stderr
+    code, err = _main(capsys, *args, "--resume")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "line 2 is not JSON" in lines[0]
+
+
+def test_plot_in_process_without_warnings(tmp_path, capsys):
+    """2-D (80 of 3L's points) and 3-D (MDS) figures, every warning an error (the subprocess test with
+    -W error is slow)."""
+    hd = tmp_path / "hd.csv"
+    lines = ["a,b,c,label"] + [f"{i % 7},{(i * 3) % 11},{i % 5},{i % 2}" for i in range(40)]
+    hd.write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        small = ["--iterations", "2", "--max-n", "80"]
+        assert _main(capsys, "plot", DATA / "3L.csv", "--out", tmp_path, *small)[0] == 0
+        assert _main(capsys, "plot", hd, "--out", tmp_path, "--iterations", "2")[0] == 0
+    for name in ("3L_iterations", "3L_convergence", "hd_convergence", "hd_mds"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 1000
+    assert not (tmp_path / "hd_iterations.png").exists()  # scatter plots for 2-D data only

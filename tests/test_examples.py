@@ -19,6 +19,7 @@ def test_api_quickstart_example():
     assert "tiled equals dense: True" in res.stdout
 
 
+@pytest.mark.slow
 def test_larger_than_memory_example(tmp_path):
     script = "examples/larger_than_memory.py"
     res = subprocess.run(

@@ -78,7 +78,7 @@ def cuda_tiles_of_16(monkeypatch):
 
 CUDA_CASES = [  # k-NN: fewer than k + 1 copies, so no radius is 0 (rho jumps at s = 0 there: see below)
     pytest.param("epsilon", None, 9, id="epsilon-duplicates"),
-    pytest.param("knn", 5, 3, id="knn-duplicates"),
+    pytest.param("knn", 5, 3, id="knn-duplicates", marks=pytest.mark.slow),
 ]
 
 
@@ -118,6 +118,7 @@ def test_cuda_replay_of_knn_radius_zero_is_the_cuda_fit(client, cuda_tiles_of_16
 
 
 @simulated_cuda
+@pytest.mark.slow
 def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
     X = blobs(60, duplicates=5)
     est = CDFTS(lam=0.2, max_iter=3, dtype="float32", client=client, tile_size=25, backend="cuda")
@@ -313,7 +314,7 @@ def _apply(capsys, *args) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-def test_cli_apply_replays_a_transform_run(tmp_path, capsys):
+def test_cli_apply_replays_a_transform_run(tmp_path, capsys, client):
     store, out, again = tmp_path / "run.zarr", tmp_path / "out.csv", tmp_path / "again.csv"
     assert main(["transform", str(DATA / "syn.csv"), str(out), "--label", "label", "--delta", "0.01",
                  "--checkpoint", str(store), "--quiet"]) == 0  # fmt: skip
@@ -327,7 +328,8 @@ def test_cli_apply_replays_a_transform_run(tmp_path, capsys):
     X, _ = load_csv(DATA / "syn.csv")
     src = tmp_path / "in.zarr"
     zarr.create_array(str(src), shape=X.shape, dtype="f8", chunks=(300, 2))[...] = X
-    code, err = _apply(capsys, store, src, tmp_path / "out.zarr", "--workers", "1", "--quiet")
+    code, err = _apply(capsys, store, src, tmp_path / "out.zarr", "--scheduler", client.scheduler.address,
+                       "--quiet")  # fmt: skip
     assert code == 0 and err == ""
     assert np.abs(zarr.open_array(str(tmp_path / "out.zarr"), mode="r")[...] - a[:, :-1]).max() <= 1e-9
 
