@@ -36,3 +36,17 @@ def test_bench_rejects_bad_arguments(capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "float16" in err and "Traceback" not in err
+
+
+def test_bench_kernel_profile_and_the_column_legend(capsys):
+    """In process, no cluster: the kernel profile at a tiny n, and the legend explaining every column."""
+    from cdfts_dask.cli import main
+
+    assert main(["bench", "--kernels", "--sizes", "60", "-d", "3", "--dtype", "float64,float32"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["n=60 d=3 float64", "n=60 d=3 float32"]
+    assert all("pairs/s" in line for line in lines)
+    legend = bench.legend().splitlines()
+    assert all(line.startswith("#") for line in legend)
+    assert [line[1:].split(":")[0].strip() for line in legend] == bench.COLUMNS
+    assert bench.header().split() == bench.COLUMNS

@@ -35,12 +35,11 @@ def X():
 
 
 def test_the_sessions_default_client_is_used(X, client):
-    ref = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=client)  # fills numba's cache
-    with (
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
-                     silence_logs=40) as cluster,
-        Client(cluster) as ambient,
-    ):  # fmt: skip
+    """A user's ``Client`` (here one more client of the test session's cluster, set as the default) runs
+    the iterations: no embedded cluster's worker processes appear."""
+    ref = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=client)
+    assert session_client() is None  # the fixture's client is not the default
+    with Client(client.scheduler.address) as ambient:
         assert session_client() is ambient
         before = _processes()
         during = []
@@ -50,13 +49,24 @@ def test_the_sessions_default_client_is_used(X, client):
                 progress=lambda report: during.append(_processes()),
             )  # fmt: skip
         assert during == [before, before]  # no embedded cluster's worker processes appeared
-        assert len(stream.data) > 0  # the ambient scheduler ran the iterations
+        assert len(stream.data) > 0  # the ambient client's scheduler ran the iterations
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
-        hits, misses = ambient.run(_kernel_cache_stats).popitem()[1]
-        assert misses == 0 and hits > 0  # a fresh worker process loaded the compiled kernels from disk
         with pytest.warns(UserWarning, match="n_workers=3 is ignored: the session's default Dask client"):
             cdf_ts(X, lam=0.2, max_iter=1, method="tiled", n_workers=3)
     assert session_client() is None
+
+
+@pytest.mark.slow
+def test_a_fresh_worker_process_loads_the_compiled_kernels_from_disk(X, client):
+    cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=client)  # fills numba's cache
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                     silence_logs=40) as cluster,
+        Client(cluster, set_as_default=False) as fresh,
+    ):  # fmt: skip
+        cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=fresh)
+        hits, misses = fresh.run(_kernel_cache_stats).popitem()[1]
+        assert misses == 0 and hits > 0  # a fresh worker process loaded the compiled kernels from disk
 
 
 @pytest.mark.slow
