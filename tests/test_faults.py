@@ -90,14 +90,15 @@ def test_worker_killed_mid_pass_gives_the_undisturbed_result(syn_X):
 
 
 def _kill_workers_once(client, which: str, after: int = 1):
-    """A progress callback that SIGKILLs every worker process (``which="all"``) or one of them, once,
-    right after iteration ``after``: the positions of that iteration then exist nowhere else."""
+    """A progress callback that SIGKILLs every worker process (``which="all"``) or the one holding the
+    new positions, once, right after iteration ``after``: those positions then exist nowhere else."""
     killed: list[int] = []
 
     def progress(report) -> None:
         if report.iteration == after and not killed:
-            pids = list(client.run(os.getpid).values())
-            for pid in pids if which == "all" else pids[:1]:
+            pids = client.run(os.getpid)
+            holders = [a for a, keys in client.has_what().items() if any("positions" in str(k) for k in keys)]
+            for pid in pids.values() if which == "all" else [pids[(holders or list(pids))[0]]]:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
 
