@@ -292,16 +292,6 @@ def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> 
     }
 
 
-def _timed_cpu(client, f) -> tuple[float, float, float]:
-    """``(wall s, largest worker CPU s, CPU s of this process + all workers)`` of ``f()`` (a local
-    cluster's scheduler runs in this process)."""
-    w0, p0 = client.run(time.process_time), time.process_time()
-    wall = _timed(f)
-    w1, p1 = client.run(time.process_time), time.process_time()
-    workers = [w1[a] - w0[a] for a in w0]
-    return wall, max(workers), sum(workers) + (p1 - p0)
-
-
 def user_call(n: int = 7200, d: int = 6, workers: int = 2, lam: float = 0.1, repeat: int = 5) -> dict:
     """The user-visible call against the dense oracle, in one run on the same data.
 
@@ -312,12 +302,6 @@ def user_call(n: int = 7200, d: int = 6, workers: int = 2, lam: float = 0.1, rep
     (one iteration of the oracle, validation included) in this process; the
     best of ``repeat`` each.  ``step_s`` is the engine iteration alone on
     already scattered points, so ``call_s - step_s`` is the per-call overhead.
-
-    CPU view (robust to other processes sharing the cores; medians over the
-    repeats): ``call_cpu_max`` is the largest worker's CPU seconds in a call
-    (its share of the work), ``call_cpu_s`` the CPU seconds of every process
-    involved (this one, which runs the client and the local cluster's
-    scheduler, and the workers), ``dense_cpu_s`` the oracle's.
     """
     from distributed import Client, LocalCluster
 
@@ -333,19 +317,9 @@ def user_call(n: int = 7200, d: int = 6, workers: int = 2, lam: float = 0.1, rep
 
     with cluster, Client(cluster) as c:
         cdf_ts(X[: min(n, 500)], method="tiled", client=c, max_iter=1)  # warm-up: numba caches, imports
-        calls = [_timed_cpu(c, lambda: cdf_ts(X, lam=lam, method="tiled", client=c, max_iter=1))
-                 for _ in range(repeat)]  # fmt: skip
+        call = best(lambda: cdf_ts(X, lam=lam, method="tiled", client=c, max_iter=1), repeat)
         engine = TiledEngine(c)
         Xf = engine.prepare(engine.put(minmax_normalise(X)[0]))
         step = best(lambda: engine.step(Xf, n, d, lam, "epsilon", None).X.result(), repeat)
-    dense, dense_cpu = [], []
-    for _ in range(max(1, repeat // 2)):
-        cpu0 = time.process_time()
-        dense.append(_timed(lambda: cdf_ts(X, lam=lam, method="dense", max_iter=1)))
-        dense_cpu.append(time.process_time() - cpu0)
-    call = min(wall for wall, _, _ in calls)
-    return dict(
-        call_s=call, step_s=step, overhead_s=call - step, dense_s=min(dense), x_dense=min(dense) / call,
-        call_cpu_max=float(np.median([w for _, w, _ in calls])),
-        call_cpu_s=float(np.median([t for *_, t in calls])), dense_cpu_s=float(np.median(dense_cpu)),
-    )  # fmt: skip
+    dense = best(lambda: cdf_ts(X, lam=lam, method="dense", max_iter=1), max(1, repeat // 2))
+    return dict(call_s=call, step_s=step, overhead_s=call - step, dense_s=dense, x_dense=dense / call)

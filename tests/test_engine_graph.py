@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import assert_tiled_equals_oracle
-from distributed.diagnostics.plugin import SchedulerPlugin
 from points import awkward, blobs, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
@@ -139,47 +138,6 @@ def test_every_reduction_task_has_bounded_fan_in(client):
         lambda dask_scheduler: max(len(ts.dependencies) for ts in dask_scheduler.tasks.values())
     )
     assert widest <= FAN_IN + 2, widest
-
-
-class _RecordDependencies(SchedulerPlugin):
-    """Every submitted task's dependencies, as the scheduler received them."""
-
-    name = "test-record-dependencies"
-
-    def __init__(self):
-        self.dependencies = {}
-
-    def update_graph(self, scheduler, *, tasks, **kwargs):
-        for key in tasks:
-            self.dependencies[key] = [dep.key for dep in scheduler.tasks[key].dependencies]
-
-
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 5)])
-def test_an_iteration_is_four_task_hops(client, estimator, k):
-    """Up to FAN_IN panels per pass, the new positions are four tasks deep (diameter -> counts or m ->
-    shift -> finish): the small steps between passes are fused into the panels that need them."""
-    client.register_plugin(_RecordDependencies())
-    try:
-        engine = TiledEngine(client, 64)  # 5 panels of 300 points
-        X = engine.put(normalised(blobs(300, 2, seed=4)))
-        st = engine.step(X, 300, 2, 0.1, estimator, k)
-        recorded = client.run_on_scheduler(
-            lambda dask_scheduler: dask_scheduler.plugins[_RecordDependencies.name].dependencies
-        )
-    finally:
-        client.unregister_scheduler_plugin(_RecordDependencies.name)
-
-    def computed(key) -> list:  # the task's dependencies that are tasks (the scattered points are data)
-        return [dep for dep in recorded.get(key, []) if dep in recorded and dep != X.key]
-
-    def depth(key) -> int:  # tasks on the longest chain ending at key
-        return 1 + max(map(depth, computed(key)), default=0)
-
-    chain, key = [], st.X.key
-    while key is not None:
-        chain.append(key)
-        key = max(computed(key), key=depth, default=None)
-    assert depth(st.X.key) == 4, chain
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2000)])

@@ -44,7 +44,7 @@ def _kill_worker_mid_shift(client, started: threading.Event, done: threading.Eve
     pids = client.run(os.getpid)
     while not done.is_set() and not killed:
         for addr, keys in client.processing().items():
-            if any("_shift" in str(k) or "shift_part" in str(k) for k in keys) and addr in pids:
+            if any(("shift_part" in str(k) or "panel_shift" in str(k)) for k in keys) and addr in pids:
                 os.kill(pids[addr], signal.SIGKILL)
                 killed.append(pids[addr])
                 return

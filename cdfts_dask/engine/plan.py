@@ -30,35 +30,22 @@ import numpy as np
 MAX_PANEL_ROWS = 4096
 
 
-#: half-width of the first bracket of :func:`sq_thresholds` around ``(radius m)^2``, relative (64 ulps)
-BRACKET = 2.0**-46
-
-
 def sq_thresholds(m: float, radius) -> np.ndarray:
     """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.
 
-    Bisection over the ordered bit patterns of non-negative doubles, between
-    a bracket ``lo`` (``f(lo) <= radius``) and ``hi`` (``f(hi) > radius``):
-    first the few ulps around the estimate ``(radius m)^2`` (checked, so about
-    seven halvings), else ``f(0) = 0 <= radius`` and ``f(inf) = inf > radius``.
+    Bisection over the ordered bit patterns of non-negative doubles; ``f(0) = 0
+    <= radius`` and ``f(inf) = inf > radius`` bracket the answer.
     """
     r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
-
-    def inside(t):
-        return np.sqrt(t) / m <= r
-
-    with np.errstate(over="ignore", invalid="ignore"):
-        guess = (r * m) ** 2
-        below = guess * (1 - BRACKET)
-        above = np.nextafter(guess * (1 + BRACKET), np.inf)
-        lo = np.where(inside(below), below, 0.0).view(np.int64)
-        hi = np.where(~inside(above), above, np.inf).view(np.int64)
+    lo = np.zeros(r.shape, dtype=np.int64)
+    hi = np.full(r.shape, np.float64(np.inf).view(np.int64))
+    with np.errstate(over="ignore"):
         while True:
             open_ = hi - lo > 1
             if not open_.any():
                 break
             mid = lo + (hi - lo) // 2
-            ok = inside(mid.view(np.float64))
+            ok = np.sqrt(mid.view(np.float64)) / m <= r
             lo = np.where(open_ & ok, mid, lo)
             hi = np.where(open_ & ~ok, mid, hi)
     return lo.view(np.float64)
