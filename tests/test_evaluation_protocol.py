@@ -88,6 +88,27 @@ def test_report_table_average_and_wins():
     assert "parentheses" not in markdown_table(rows, "clustering", with_paper=False)  # no paper values shown
 
 
+
+def test_report_ties_do_not_depend_on_the_order_tasks_finished_in():
+    """Regression: ``cdfts evaluate --resume`` wrote another best lambda for tied scores (and could report
+    another test score) because the best record was the first of the ties in completion order."""
+    import random
+
+    recs = [
+        {"task": "clustering", "dataset": "3L", "algorithm": "DBSCAN", "transform": "cdfts", "tparam": lam,
+         "n": 10, "score": score, "params": {"eps": eps, "minpts": 3}, "train_score": train,
+         "test_score": test, "train_params": {"eps": eps}}
+        for lam, score, eps, train, test in [(0.3, 0.9, 0.2, 0.8, 0.7), (0.1, 0.9, 0.4, 0.8, 0.6),
+                                             (0.2, 0.9, 0.1, 0.8, 0.5), (0.4, 0.5, 0.3, 0.1, 0.9)]
+    ]  # fmt: skip
+    rows = summarise(recs)
+    assert rows[0]["tparam"] == 0.1 and rows[0]["params"] == {"eps": 0.4, "minpts": 3}
+    assert rows[0]["train_tparam"] == 0.1 and rows[0]["test_score"] == 0.6
+    for seed in range(5):
+        shuffled = recs[:]
+        random.Random(seed).shuffle(shuffled)
+        assert summarise(shuffled) == rows
+
 def test_load_labelled_formats(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("x,y,label\n0,1,b\n1,2,a\n3,4,b\n")

@@ -24,13 +24,25 @@ from .protocol import ANOMALY_ALGORITHMS, CLUSTERING_ALGORITHMS, ORIGINAL_ONLY
 SHORT = {"original": "Orig", "rescale": "ReS", "dscale": "DS", "cdfts": "CDF-TS"}
 
 
+def _canonical(record: dict) -> tuple:
+    """The order in which tied records are considered: the view parameter (None first), then the
+    downstream parameters.  It makes the chosen record independent of the order the tasks finished in."""
+    tparam = record.get("tparam")
+    return (tparam is not None, tparam or 0, json.dumps(record.get("params"), sort_keys=True, default=float))
+
+
 def summarise(records: list[dict]) -> list[dict]:
-    """One row per (task, dataset, algorithm, transform) with best / train-test scores and paper value."""
+    """One row per (task, dataset, algorithm, transform) with best / train-test scores and paper value.
+
+    Ties (equal scores) go to the smallest view parameter, then the first downstream parameters in
+    sorted JSON order (:func:`_canonical`), so the same records give the same rows in any order.
+    """
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault((r["task"], r["dataset"], r["algorithm"], r["transform"]), []).append(r)
     rows = []
     for (task, ds, alg, tr), recs in sorted(groups.items()):
+        recs = sorted(recs, key=_canonical)
         best = max(recs, key=lambda r: r["score"])
         row = {
             "task": task,
