@@ -33,8 +33,14 @@ def _lattice() -> np.ndarray:
     return np.vstack([X, X[::9]])
 
 
+SLOW = [pytest.mark.slow]
+
+
 @simulated_cuda
-@pytest.mark.parametrize("n", [2, 16, 37, 64])  # tiles of 16: 64 divides, 37 does not, 2 is one part tile
+@pytest.mark.parametrize(
+    "n", [2, pytest.param(16, marks=SLOW), 37, pytest.param(64, marks=SLOW)]
+)  # tiles of 16: 64 divides, 37 does not, 2 is one part tile; the simulator runs every thread in Python,
+#    so the quick suite keeps the one-tile and the partial-tile cases
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", 5)])
 def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
     X = normalised(awkward(n, 3, seed=n))  # lattice coordinates, duplicates, a constant column
@@ -46,15 +52,13 @@ def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
     assert np.abs(Xn - ref.X).max() <= 1e-9 and abs(delta - ref.delta) <= 1e-9
 
 
-SLOW = [pytest.mark.slow]
-
-
 @simulated_cuda
+@pytest.mark.slow  # 139 points: 8 s a case in the simulator (the CPU bodies' boundary ties run quick)
 @pytest.mark.parametrize(
     "estimator,k,dtype",
-    [pytest.param(e, k, t, id=f"{e}-{k}-{t}", marks=[] if (e, t) == ("epsilon", "float64") else SLOW)
-     for e, k in [("epsilon", None), ("knn", 3)] for t in ["float64", "float32"]],
-)  # the simulator runs every thread in Python: one case in the quick suite
+    [pytest.param(e, k, t, id=f"{e}-{k}-{t}") for e, k in [("epsilon", None), ("knn", 3)]
+     for t in ["float64", "float32"]],
+)
 def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
     """On the lattice lam = 0.25 sqrt(2) / sqrt(3) puts pairs on the boundary: counts and radii equal the
     float64 oracle's on the (float32-rounded) points bit for bit; positions to 1e-9 / 1e-6."""
@@ -82,7 +86,9 @@ def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
 
 
 @simulated_cuda
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2)])
+@pytest.mark.parametrize(
+    "estimator,k", [pytest.param("epsilon", None, marks=SLOW), ("knn", 2)]
+)  # the bodies test above covers both estimators in the quick suite; one of them through the graph here
 def test_simulated_device_through_the_graph_equals_oracle(client, estimator, k):
     """``backend="cuda"`` end to end on the session's workers (simulated kernels), two iterations."""
     X = awkward(40, 3, seed=5)

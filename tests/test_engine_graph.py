@@ -32,8 +32,8 @@ def test_tiled_equals_oracle(client, n, tile, estimator, k):
         (97, 10, "knn", 5),
         (300, 64, "knn", 150),
         (640, 128, "epsilon", None),
-        (2000, 333, "epsilon", None),
-        (2000, 333, "knn", 10),
+        pytest.param(2000, 333, "epsilon", None, marks=pytest.mark.slow),  # n = 2500 runs quick below
+        pytest.param(2000, 333, "knn", 10, marks=pytest.mark.slow),
     ],
 )
 def test_boundary_ties_and_duplicates_equal_oracle(client, n, tile, estimator, k):

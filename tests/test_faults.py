@@ -361,6 +361,7 @@ def test_two_concurrent_cli_runs_on_one_store(tmp_path):
     assert not (tmp_path / "b.npy").exists()
 
 
+@pytest.mark.slow  # a process of its own; the next test's lock is also free once its holder is killed
 def test_lock_of_a_dead_process_is_free_again(tmp_path, syn_X):
     """A run killed with SIGKILL leaves its lock file; the kernel dropped the lock itself with the process."""
     ckpt = tmp_path / "run.zarr"

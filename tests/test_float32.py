@@ -73,6 +73,9 @@ def test_float32_engine_within_tolerance(client, estimator, k):
     assert np.abs(run - ref_run.X).max() <= RUN_TOL
 
 
+SLOW = pytest.mark.slow
+
+
 def _tie_heavy():
     """The 9-point example of issue 9 (duplicates, equal gaps) and a lattice with duplicated points."""
     g = np.arange(5) / 4
@@ -80,7 +83,10 @@ def _tie_heavy():
     return [np.array([3.0, 2, 2, 1, 1, 0, 0, 0, 0])[:, None], np.vstack([lattice, lattice[::7]])]
 
 
-@pytest.mark.parametrize("estimator,k", [("knn", 1), ("knn", 3), ("epsilon", None)])
+@pytest.mark.parametrize(
+    "estimator,k",
+    [("knn", 1), pytest.param("knn", 3, marks=SLOW), pytest.param("epsilon", None, marks=SLOW)],
+)  # k = 1 is the case that once failed (the 9-point example); the whole suite runs all three
 def test_float32_run_on_tie_heavy_data_within_tolerance(client, estimator, k):
     """Four iterations with duplicates and exact ties stay within RUN_TOL of the float64 oracle run
     (before the oracle kept duplicates bit-identical, this example was 0.047 off, in float64 too)."""

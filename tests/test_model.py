@@ -32,8 +32,19 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("estimator,k,dups,constant", CASES)
-@pytest.mark.parametrize("tile,workers", [(64, 2), (100, 1), (None, 2)])
+SETTINGS = [(64, 2), (100, 1), (None, 2)]  # tiles that do not divide n = 150, one and two workers
+#: the quick suite: each estimator case with one tile/worker setting, each setting at least once (the whole
+#: suite runs all twelve)
+QUICK = {("epsilon", (100, 1)), ("epsilon-duplicates-constant", (None, 2)), ("knn", (100, 1)),
+         ("knn-duplicates-constant", (64, 2))}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "estimator,k,dups,constant,tile,workers",
+    [pytest.param(*case.values, *setting, id=f"{setting[0]}-{setting[1]}-{case.id}",
+                  marks=[] if (case.id, setting) in QUICK else pytest.mark.slow)
+     for setting in SETTINGS for case in CASES],
+)  # fmt: skip
 def test_transform_of_fit_points_equals_fit_transform_tiled(
     estimator, k, dups, constant, tile, workers, client, client1
 ):
@@ -77,7 +88,7 @@ def cuda_tiles_of_16(monkeypatch):
 
 
 CUDA_CASES = [  # k-NN: fewer than k + 1 copies, so no radius is 0 (rho jumps at s = 0 there: see below)
-    pytest.param("epsilon", None, 9, id="epsilon-duplicates"),
+    pytest.param("epsilon", None, 9, id="epsilon-duplicates", marks=pytest.mark.slow),
     pytest.param("knn", 5, 3, id="knn-duplicates", marks=pytest.mark.slow),
 ]
 
@@ -104,6 +115,7 @@ def test_cuda_replay_equals_fit_transform_and_the_cpu_replay(estimator, k, dups,
 
 
 @simulated_cuda
+@pytest.mark.slow
 def test_cuda_replay_of_knn_radius_zero_is_the_cuda_fit(client, cuda_tiles_of_16):
     """k + 1 or more duplicates: radius 0 there, where rho jumps at s = 0, so a replay must sum as the fit
     did (an ulp apart, a duplicate no longer meets its own reference at s = 0).  The replay on the fit's
@@ -129,6 +141,7 @@ def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
 
 
 @simulated_cuda
+@pytest.mark.slow
 def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_of_16, monkeypatch):
     """A dask array on the workers (one task per row chunk), a NumPy array in chunks in this process: both
     the one-block replay, by the CUDA shift body; the model's device copies are made once per process
@@ -255,7 +268,7 @@ def test_zarr_path_to_zarr_chunkwise_on_workers(syn_model, tmp_path, client):
 # -- a completed checkpoint store is a model ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 9)])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), pytest.param("knn", 9, marks=pytest.mark.slow)])
 def test_store_of_a_completed_run_is_the_same_model(estimator, k, tmp_path, client):
     X = blobs(duplicates=6, constant=True)
     store = tmp_path / "run.zarr"
