@@ -1,4 +1,7 @@
-"""Public API: :func:`cdf_ts`, the :class:`CDFTS` estimator, :func:`dscale`, :func:`rescale`."""
+"""Public functions: :func:`cdf_ts`, :func:`dscale`, :func:`rescale`.
+
+The :class:`CDFTS` estimator built on them is in :mod:`.estimator`.
+"""
 
 from __future__ import annotations
 
@@ -320,6 +323,4 @@ def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
     return oracle.rescale_dense(Xn, lam, psi)
 
 
-from .estimator import CDFTS  # noqa: E402  (the estimator is built on the functions above)
-
-__all__ = ["cdf_ts", "CDFTS", "dscale", "rescale", "is_path", "WorkersLost"]
+__all__ = ["cdf_ts", "dscale", "rescale", "is_path", "WorkersLost"]

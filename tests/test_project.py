@@ -24,3 +24,29 @@ def test_python_floor_agrees_everywhere():
     assert f"Python >= {major}.{minor}" in (ROOT / "README.md").read_text()
     assert f"sys.version_info < ({major}, {minor})" in (ROOT / ".ci" / "run").read_text()
     assert sys.version_info[:2] >= (major, minor)
+
+
+def test_the_package_imports_its_heavy_dependencies_on_first_use():
+    """``import cdfts_dask`` (the ``cdfts`` command, every Dask worker unpickling an engine task body) loads
+    neither scikit-learn, Zarr nor dask.array; each public name still resolves, to the one object."""
+    import subprocess
+
+    from conftest import cli_env
+
+    code = (
+        "import sys, cdfts_dask, cdfts_dask.engine.cpu\n"
+        "heavy = [m for m in ('sklearn', 'zarr', 'dask.array', 'pandas') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "from cdfts_dask import CDFTS, cdf_ts\n"
+        "from cdfts_dask.estimator import CDFTS as E\n"
+        "assert CDFTS is E and cdf_ts.__module__ == 'cdfts_dask.api'\n"
+        "assert all(getattr(cdfts_dask, name) is not None for name in cdfts_dask.__all__)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env())
+    assert res.returncode == 0, res.stderr
+    import pytest
+
+    import cdfts_dask
+
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        cdfts_dask.nope  # noqa: B018
