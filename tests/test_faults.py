@@ -678,7 +678,7 @@ def _listener(reply: bytes | None):
 @pytest.mark.parametrize(
     "make, pattern",
     [
-        (lambda: _listener(None), r"did not answer within 2 s"),
+        (lambda: _listener(None), r"did not answer within 0.5 s"),
         (lambda: _listener(b"HTTP/1.1 200 OK\r\n\r\nhello" * 10), r"cannot reach a Dask"),
         (lambda: nullcontext("tcp://127.0.0.1:notaport"), r"not a usable Dask scheduler address"),
         (lambda: nullcontext("inproc://x"), r"not a usable Dask scheduler address 'inproc://x'"),
@@ -690,8 +690,9 @@ def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, c
     """Regression: a silent listener hung forever; non-Dask bytes gave `Unable to allocate 3.07 EiB`.
     (In process: the command's own error path; a subprocess adds nothing here but its start-up.)"""
     import dask
+    import distributed  # noqa: F401  (its config defaults first: leaving dask.config.set would drop them)
 
-    with make() as address, dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+    with make() as address, dask.config.set({"distributed.comm.timeouts.connect": "500ms"}):
         tic = time.monotonic()
         code = cli_main(["transform", str(SYN), str(tmp_path / "o.npy"), "--label", "label", "--scheduler",
                          address, "--quiet"])  # fmt: skip
