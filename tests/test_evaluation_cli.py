@@ -76,9 +76,9 @@ def _main(capsys, *args) -> tuple[int, str]:
 
 
 def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
-    """In process on the session's cluster, 80 stratified rows of 3L: the same 16 tasks, quickly."""
+    """In process on the session's cluster, 50 stratified rows of 3L (EC needs 50): the same 16 tasks, quickly."""
     out = tmp_path / "res"
-    args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "80", "--eps-step", "0.1",
+    args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "50", "--eps-step", "0.1",
             "--scheduler", client.scheduler.address, "--out", out]  # fmt: skip
     assert _main(capsys, *args, "--quiet") == (0, "")
     full = (out / "results.csv").read_text()
