@@ -26,9 +26,6 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-#: rows per panel task are never more than this on a CPU (a task's outputs stay small)
-MAX_PANEL_ROWS = 4096
-
 
 def sq_thresholds(m: float, radius) -> np.ndarray:
     """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.

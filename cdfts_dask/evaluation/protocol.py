@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -316,6 +316,3 @@ def _train_test(task: Task, X: np.ndarray, y: np.ndarray, records: dict[str, dic
                 p_te["k"] = min(p_te["k"], len(te) - 1)
             rec["test_score"] = auc(y[te], run_anomaly(alg, view_te, p_te, task.grids.anomaly.trees))
 
-
-def record_dict(obj) -> dict:
-    return asdict(obj)
