@@ -76,7 +76,7 @@ def _main(capsys, *args) -> tuple[int, str]:
 
 
 def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
-    """In process on the session's cluster, 50 stratified rows of 3L (EC needs 50): the same 16 tasks, quickly."""
+    """In process on the session's cluster, 50 stratified rows of 3L (EC's least): the same 16 tasks."""
     out = tmp_path / "res"
     args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "50", "--eps-step", "0.1",
             "--scheduler", client.scheduler.address, "--out", out]  # fmt: skip
@@ -108,3 +108,18 @@ def test_plot_in_process_without_warnings(tmp_path, capsys):
     for name in ("3L_iterations", "3L_convergence", "hd_convergence", "hd_mds"):
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
     assert not (tmp_path / "hd_iterations.png").exists()  # scatter plots for 2-D data only
+
+
+@pytest.mark.parametrize(
+    "flags, got",
+    [(["--max-n", "40"], "got 40 "), (["--max-n", "60", "--train-test"], "on each train/test half, got 30")],
+)
+def test_evaluate_too_few_points_for_ec_is_one_line_before_any_work(tmp_path, capsys, flags, got):
+    """Regression: --max-n 40 started the cluster and failed in a worker (Dask's 'Compute Failed' log and a
+    traceback on stderr before the error)."""
+    out = tmp_path / "res"
+    code, err = _main(capsys, "evaluate", "--data", DATA / "3L.csv", *flags, "--out", out, "--quiet")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "dataset '3L': EC needs at least 50 points" in lines[0] and got in lines[0]
+    assert not out.exists()

@@ -11,7 +11,9 @@ Warnings (a resume that fell back to an earlier iteration) print one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import logging
 import sys
 import warnings
 
@@ -51,6 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
+
+@contextlib.contextmanager
+def dask_quiet():
+    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
+    the duration, in this process and in an embedded cluster: they would come before the CLI's
+    one-line error."""
+    import dask
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
+    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"cdfts: warning: {message}", file=sys.stderr if file is None else file, flush=True)

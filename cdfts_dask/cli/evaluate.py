@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import HelpFormatter
+from . import HelpFormatter, dask_quiet
 
 
 def register(sub) -> None:
@@ -105,6 +105,7 @@ def build_tasks(args) -> list:
         tt = args.train_test and not args.no_train_test
         X, y = load_labelled(spec.path, spec.label)  # validate now: fail before starting the cluster
         n = min(len(y), max_n)
+        _check_enough_points_for_ec(spec, len(y), n, tt, args.max_n)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
         for lam in grids.clustering.lambdas:
             tasks.append(Task(spec, "rescale", lam, max_n, tt, grids, len(y)))
@@ -116,6 +117,19 @@ def build_tasks(args) -> list:
                 tasks.append(Task(spec, "cdfts", k, max_n, tt, grids, len(y)))
         del X, y
     return tasks
+
+
+def _check_enough_points_for_ec(spec, rows: int, n: int, train_test: bool, max_n: int) -> None:
+    """EC (clustering datasets) needs :data:`ec.MIN_POINTS` points, on each half under --train-test."""
+    from ..evaluation.ec import MIN_POINTS
+
+    smallest = n // 2 if train_test else n
+    if spec.task == "clustering" and smallest < MIN_POINTS:
+        part = " on each train/test half" if train_test else ""
+        raise ValueError(
+            f"dataset {spec.name!r}: EC needs at least {MIN_POINTS} points{part}, got {smallest} "
+            f"({rows} rows, --max-n {max_n})"
+        )
 
 
 def _cost(task) -> float:
@@ -187,7 +201,7 @@ def run(args) -> int:
     tasks = [t for t in tasks if t.label not in resumed]
     from distributed import as_completed
 
-    with dask_client(args.scheduler, args.workers) as client:
+    with dask_quiet(), dask_client(args.scheduler, args.workers) as client:
         if not args.quiet:
             print(
                 f"{len(tasks)} tasks ({len(resumed)} resumed) on "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import sys
 import time
 
@@ -15,7 +13,7 @@ from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
 from ..paths import check_run_paths
-from . import HelpFormatter
+from . import HelpFormatter, dask_quiet
 
 
 def register(sub) -> None:
@@ -142,7 +140,7 @@ def _run(args) -> int:
         if args.label is None and not args.no_label:
             check_no_label_column(header)
     tic = time.perf_counter()
-    with _dask_quiet():
+    with dask_quiet():
         Y, info = cdf_ts(
             X,
             lam=args.lam,
@@ -170,25 +168,6 @@ def _run(args) -> int:
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
-
-
-@contextlib.contextmanager
-def _dask_quiet():
-    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
-    the duration, in this process and in an embedded cluster: they would come before the CLI's
-    one-line error."""
-    import dask
-
-    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
-    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
-            yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
 
 
 # -- reliability: keep large Zarr data off the client -------------------------------------------------

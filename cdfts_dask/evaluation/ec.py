@@ -44,6 +44,8 @@ from .mdbscan import check_matrix
 
 #: clusters of at most this fraction of the mean cluster size are noise (Extreme_Clustering.m)
 NOISE_FRACTION = 0.05
+#: the fewest points whose density radius is defined (the floor(0.02 n)-th neighbour must exist)
+MIN_POINTS = 50
 
 
 def density_radius(D: np.ndarray, nbr: np.ndarray) -> float:
@@ -51,7 +53,9 @@ def density_radius(D: np.ndarray, nbr: np.ndarray) -> float:
     n = D.shape[0]
     col = int(np.floor(n * 0.02))
     if col < 1:
-        raise ValueError(f"EC's density radius needs n >= 50 points, got n={n}; pass density_radius")
+        raise ValueError(
+            f"EC's density radius needs n >= {MIN_POINTS} points, got n={n}; pass density_radius"
+        )
     idx = nbr[:, col - 1].astype(np.int64)
     return float(D[np.arange(n), idx].mean())
 
