@@ -83,6 +83,35 @@ def test_mdbscan_on_a_symmetric_matrix_is_textbook_dbscan_up_to_borders():
             assert adjusted_rand_score(ours[core], ref[core]) == 1.0
 
 
+def test_dscale_view_follows_dscale_m_by_hand():
+    # DScale.m (zhuye88/Distance-Scaling): s = dis / max(dis); c(z) = |{y : s(z, y) <= eta}| (z itself
+    # included); rate r(z) = (c(z) / n) ** (1 / d) / eta with d = size(data, 2); inside s * r(z), outside
+    # (s - eta) * (1 - eta r(z)) / (1 - eta) + eta r(z); no diagonal or max step afterwards.
+    # 2-D, columns already span [0, 1]: A = (0, 0), B = (0.3, 0.4), C = (1, 1), D = (0, 1).
+    # |AB| = 0.5, |AC| = sqrt 2 = m, |AD| = |CD| = 1, |BC| = sqrt .85, |BD| = sqrt .45; in units of m
+    # s(A, B) = .3536, s(B, D) = .4743, s(B, C) = .6519, s(A, D) = s(C, D) = 1 / sqrt 2 = .7071.
+    # eta = 0.5: c = A 2 (A, B), B 3 (B, A, D), C 1, D 2 (D, B); q = sqrt(c / 4) = .7071, .8660, .5, .7071.
+    # Row A: B inside .3536 * 2q = .5; C (s = 1) outside = 1; D outside (.7071 - .5)(1 - .7071) / .5
+    #        + .7071 = 2 sqrt 2 - 2 = .8284.
+    # Row B: A inside .3536 * 1.7321 = .6124; D inside .4743 * 1.7321 = .8216; C outside
+    #        (.6519 - .5)(1 - .8660) / .5 + .8660 = .9067.
+    # Row C: q = eta, so r = 1 and the outside map is the identity: the row is s itself.
+    # Row D: B inside .4743 * 1.4142 = .6708; A and C outside as A -> D: .8284.
+    X = np.array([[0.0, 0.0], [0.3, 0.4], [1.0, 1.0], [0.0, 1.0]])
+    expected = [
+        [0.0, 0.5, 1.0, 2 * np.sqrt(2) - 2],
+        [0.6124, 0.0, 0.9067, 0.8216],
+        [1.0, 0.6519, 0.0, 0.7071],
+        [2 * np.sqrt(2) - 2, 0.6708, 2 * np.sqrt(2) - 2, 0.0],
+    ]
+    np.testing.assert_allclose(make_view(X, "dscale", lam=0.5).D, expected, atol=5e-5)
+    # The neighbourhood test is <=: 1-D points 0, 0.25, 1 (m = 1), eta = 0.25 -> s(0, 1) = 0.25 counts.
+    # c = 2, 2, 1 and q = c / 3 (d = 1): row 0: .25 * (2/3) / .25 = 2/3, and 1 (s = 1);
+    # row 1: 2/3, and (.75 - .25)(1/3) / .75 + 2/3 = 8/9; row 2: 1, and (.5)(2/3) / .75 + 1/3 = 7/9.
+    expected = [[0, 2 / 3, 1], [2 / 3, 0, 8 / 9], [1, 7 / 9, 0]]
+    np.testing.assert_allclose(make_view(np.array([[0.0], [0.25], [1.0]]), "dscale", lam=0.25).D, expected)
+
+
 # ------------------------------------------------------------------------------------------ EC
 
 # 1-D points 0, 1, 2, 3, 10, 11, 12, 30 (indices 0..7); density radius r = 1.5:
