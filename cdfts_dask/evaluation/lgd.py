@@ -54,10 +54,6 @@ from scipy.sparse.csgraph import connected_components
 from .dp import neighbour_order
 from .mdbscan import check_matrix
 
-#: the paper's (and the LGD paper's) search ranges
-K_VALUES = (2, 4, 6, 10, 15, 20)
-TAU_VALUES = (0.5, 0.52, 0.56, 0.62)
-
 
 def knn_graph(D: np.ndarray, k: int, nbr: np.ndarray) -> sparse.csr_matrix:
     """``kNNGraph.m``: the symmetric k-NN graph weighted by the last writer's distance (no zero weights)."""
