@@ -38,6 +38,21 @@ def test_threshold_is_the_exact_boundary():
         assert np.sqrt(np.nextafter(T, np.inf)) / m > lam
 
 
+def test_thresholds_of_repeated_radii_are_each_radius_bisected_alone():
+    """Each distinct radius is bisected once; every element still gets its own exact boundary
+    (repeated, unsorted, 0, >= 1, NaN and inf radii included)."""
+    rng = np.random.default_rng(4)
+    repeated = rng.choice([0.0, 0.1, 0.25, 1.0, 2.0, np.nan, np.inf], 40)
+    radius = np.concatenate([repeated, rng.uniform(0, 1, 20)])
+    T = plan.sq_thresholds(1.7, radius)
+    assert T.shape == radius.shape
+    alone = np.array([plan.sq_thresholds(1.7, r)[0] for r in radius])
+    np.testing.assert_array_equal(T.view(np.int64), alone.view(np.int64))
+    finite = np.isfinite(radius)
+    assert np.all(np.sqrt(T[finite]) / 1.7 <= radius[finite])
+    assert np.all(np.sqrt(np.nextafter(T[finite], np.inf)) / 1.7 > radius[finite])
+
+
 def test_triangle_panels_cover_the_rows():
     for n, parts in [(1, 1), (2, 5), (10, 3), (1000, 7)]:
         spans = plan.triangle_panels(n, parts)

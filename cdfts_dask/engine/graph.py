@@ -5,21 +5,39 @@ worker's device) it submits, futures feeding futures, so the client waits
 only once, for a few scalars:
 
 1. **diameter**: the largest ``sq`` over pairs (one part up to n = 4096,
-   else ``2 x workers`` parts), ``m = sqrt(max sq)``;
+   else one part per worker thread), ``m = sqrt(max sq)``;
 2. **reference pass**: epsilon counts over the upper triangle (each
-   unordered pair once, counted for both points; triangle-balanced panels)
-   or the k-th neighbour distance per row;
-3. **plan**: the per-reference shift coefficients (:mod:`.plan`, NumPy);
+   unordered pair once, counted for both points; triangle-balanced panels;
+   the exact threshold on ``sq`` is one task fed by the diameter parts'
+   maxima) or the k-th neighbour distance per row;
+3. **plan**: one task, the per-reference shift coefficients (:mod:`.plan`,
+   NumPy), fed by the partial count vectors (summed there) or the k-th
+   distance pieces (joined there);
 4. **shift**: per target panel, ``A`` and ``B = rho^T X`` over all
    references, giving the shifted rows;
-5. **finish**: one O(n d) task: normalisation, ``sum |X_new - X_old|``, the
-   column range.
+5. **finish**: the O(n d) normalisation, ``sum |X_new - X_old|``, the
+   column range, run by two tasks on the same shifted rows (on two workers
+   where there are two): one returns the summary, all the client waits for,
+   the other keeps the new positions on its worker.  Both are exact (min,
+   max, subtraction, division: the summary's column range is the one the
+   positions were normalised with, bit for bit); the client's wait costs no
+   task hop after the normalisation.
 
-Every pass's partial results meet in trees of fan-in :data:`FAN_IN`
-(``split_every``-style): per-part maxima, the epsilon count vectors (n
-values each: no task ever holds more than ``FAN_IN`` of them, never n x P),
-the k-th radii and the shifted panels (concatenated in order).  So a pass of
-P panels has P + about P / 7 tasks, and the graph grows linearly in n.
+Every value that all panels of a pass share (the threshold, the plan) is
+computed by exactly one task and handed to the panels, never recomputed in
+each panel: the panels then use bit-identical coefficients wherever they
+run, so equal points (duplicates) get bit-identical results.
+
+Partial results meet in trees of fan-in :data:`FAN_IN` (``split_every``-style):
+:func:`narrow` combines them until at most ``FAN_IN`` remain, and the
+consumer (the threshold, the plan, the finish) takes those itself, so the
+last level of each tree costs no task hop of its own: per-part maxima, the
+epsilon count vectors (n values each: no task ever holds more than
+``FAN_IN`` of them, never n x P), the k-th radii and the shifted panels
+(concatenated in order).  So a pass of P panels has P + about P / 7 tasks,
+and the graph grows linearly in n.  The statistics the checkpoint and a
+model keep (the summed counts, the radii) are computed beside the critical
+path by tasks of their own.
 
 The builder knows nothing of the device: the task bodies come from the
 module registered for ``device`` (:mod:`.devices`), all with the interface
@@ -39,7 +57,8 @@ from .step import Step
 
 #: most partial results one reduction task combines
 FAN_IN = 8
-#: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, 2 parts per worker
+#: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, one part per thread
+#: (every part repeats an O(n d log n) set-up, so more parts than threads only add work and task hops)
 DIAMETER_SINGLE_MAX_N = 4096
 
 
@@ -48,12 +67,6 @@ def narrow(client, func, futures: list, fan_in: int = FAN_IN) -> list:
     while len(futures) > fan_in:
         futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
     return futures
-
-
-def tree_reduce(client, func, futures: list, fan_in: int = FAN_IN):
-    """Reduce futures with ``func(*group)`` in a tree of fan-in ``fan_in`` (order preserved)."""
-    futures = narrow(client, func, futures, fan_in)
-    return futures[0] if len(futures) == 1 else client.submit(func, *futures)
 
 
 def _max(*values: float) -> float:
@@ -67,16 +80,34 @@ def _add(*vectors):
     return total
 
 
-def _threshold(max_sq: float, lam: float) -> float:
-    return plan.count_threshold(plan.diameter(max_sq), lam)
+def _threshold(lam: float, *max_sq: float) -> float:
+    """The epsilon pass's exact threshold on ``sq`` from the diameter parts' maxima."""
+    return plan.count_threshold(plan.diameter(*max_sq), lam)
 
 
-def _first(pair):
-    return pair[0]
+def _epsilon_plan(m: float, lam: float, mean, dtype: str, *partial):
+    """The epsilon shift plan from the partial count vectors (summed here, exactly: int64)."""
+    return plan.epsilon_plan(m, lam, _add(*partial), mean, dtype)
 
 
-def _rest(result):
-    return result[1:]
+def _knn_radius(concat, m: float, *kth):
+    """``lam_k(z)`` from the k-th distance pieces (joined here, in order)."""
+    return plan.knn_radius(concat(*kth), m)
+
+
+def _knn_plan(concat, m: float, k: int, mean, dtype: str, *kth):
+    """The k-NN shift plan from the k-th distance pieces (joined here, in order)."""
+    return plan.knn_plan(m, k, _knn_radius(concat, m, *kth), mean, dtype)
+
+
+def _finish_summary(finish, X, *shifted):
+    """``(sum |X_new - X|, lo, hi)`` of the device's ``finish``: all the client waits for."""
+    return finish(X, *shifted)[1:]
+
+
+def _finish_positions(finish, X, *shifted):
+    """``X_new`` of the device's ``finish``: the new positions, kept on the worker."""
+    return finish(X, *shifted)[0]
 
 
 class TiledEngine:
@@ -138,22 +169,25 @@ class TiledEngine:
         threads = max(1, sum(w.get("nthreads", 1) for w in workers.values()))
         rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, threads)
         parts = chunks(0, n, rows)
-        dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else 2 * len(addresses)
+        dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else threads
         maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
-        max_sq = tree_reduce(c, _max, maxima)
-        m = c.submit(plan.diameter, max_sq)
+        maxima = narrow(c, _max, maxima)
         mean = c.submit(dev.column_mean, X)
         counts = radius = None
         if estimator == "epsilon":
-            T = c.submit(_threshold, max_sq, lam)
+            T = c.submit(_threshold, lam, *maxima)
+            m = c.submit(plan.diameter, *maxima)
             tri = triangle_panels(n, len(parts))
             partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(tri)]
-            counts = tree_reduce(c, _add, partial)
-            shift_plan = c.submit(plan.epsilon_plan, m, lam, counts, mean, dtype)
+            reference = narrow(c, _add, partial)
+            shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
+            counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
         else:
-            kth = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
-            radius = c.submit(plan.knn_radius, tree_reduce(c, dev.concat, kth), m)
-            shift_plan = c.submit(plan.knn_plan, m, k, radius, mean, dtype)
+            m = c.submit(plan.diameter, *maxima)
+            partial = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
+            reference = narrow(c, dev.concat, partial)
+            shift_plan = c.submit(_knn_plan, dev.concat, m, k, mean, dtype, *reference)
+            radius = c.submit(_knn_radius, dev.concat, m, *reference)  # the statistic kept
         if timings is not None:
             from distributed import wait
 
@@ -161,13 +195,15 @@ class TiledEngine:
             timings["reference"] = time.perf_counter() - tic
             tic = time.perf_counter()
         shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
-        fin = c.submit(dev.finish, X, *narrow(c, dev.concat, shifted))
+        shifted = narrow(c, dev.concat, shifted)
+        summary = c.submit(_finish_summary, dev.finish, X, *shifted, **on(0))
+        positions = c.submit(_finish_positions, dev.finish, X, *shifted, **on(1))
         if watch is not None:
-            watch([*maxima, *(partial if estimator == "epsilon" else kth), shift_plan, *shifted, fin])
-        (total, lo, hi), m_value = c.gather([c.submit(_rest, fin), m])
+            watch([*maxima, *partial, shift_plan, *shifted, summary, positions])
+        (total, lo, hi), m_value = c.gather([summary, m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic
         return Step(
-            c.submit(_first, fin), total / (n * d), float(m_value), dev.to_host(lo), dev.to_host(hi),
+            positions, total / (n * d), float(m_value), dev.to_host(lo), dev.to_host(hi),
             counts=counts, radius=radius,
         )  # fmt: skip

@@ -31,9 +31,11 @@ def sq_thresholds(m: float, radius) -> np.ndarray:
     """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.
 
     Bisection over the ordered bit patterns of non-negative doubles; ``f(0) = 0
-    <= radius`` and ``f(inf) = inf > radius`` bracket the answer.
+    <= radius`` and ``f(inf) = inf > radius`` bracket the answer.  Each
+    distinct radius is bisected once (the epsilon estimator's n radii are all
+    lam: one bisection instead of n) and the answers are spread back.
     """
-    r = np.atleast_1d(np.asarray(radius, dtype=np.float64))
+    r, spread = np.unique(np.atleast_1d(np.asarray(radius, dtype=np.float64)), return_inverse=True)
     lo = np.zeros(r.shape, dtype=np.int64)
     hi = np.full(r.shape, np.float64(np.inf).view(np.int64))
     with np.errstate(over="ignore"):
@@ -45,7 +47,7 @@ def sq_thresholds(m: float, radius) -> np.ndarray:
             ok = np.sqrt(mid.view(np.float64)) / m <= r
             lo = np.where(open_ & ok, mid, lo)
             hi = np.where(open_ & ~ok, mid, hi)
-    return lo.view(np.float64)
+    return lo.view(np.float64)[spread.reshape(-1)]
 
 
 def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
