@@ -19,6 +19,18 @@ SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 HAS_GPU = Path("/dev/nvidiactl").exists()
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0" if HAS_GPU else "1")
 
+#: Dask's worker profiler calls sys._current_frames() every 10 ms; on CPython <= 3.11 that call can deadlock
+#: the whole worker process against a garbage collection (CPython gh-106883, fixed in 3.12 only), and the
+#: CUDA simulator, which starts and ends a Python thread per simulated GPU thread, made it happen: a CI run
+#: hung in test_simulated_device_through_the_graph_equals_oracle (worker threads all in futex waits, one in
+#: Worker.trigger_profile -> a gc callback).  No test reads the profile: off in every cluster the tests start
+#: (set before dask is imported, so this process, its LocalClusters' workers and CLI subprocesses see it).
+os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+if "dask" in sys.modules:  # a plugin imported dask first: the variable is read at import, so set it now too
+    import dask
+
+    dask.config.set({"distributed.worker.profile.enabled": False})
+
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
