@@ -37,15 +37,15 @@ as ``main.m`` gives it (``DScale.m`` on ``pdist2(data, data)``, divided by its l
 
 from __future__ import annotations
 
-import sys
 import time
 from functools import partial
 
 import numpy as np
+from good_sets import ONLY, ROOT, clustering_sets
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
-from cdfts_dask.evaluation.datasets import load_labelled, shared_specs, subsample
+from cdfts_dask.evaluation.datasets import load_labelled, shared_specs
 from cdfts_dask.evaluation.dp import density_all, neighbour_order
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.mdbscan import dbscan_matrix, dbscan_matrix_counts
@@ -55,9 +55,6 @@ from cdfts_dask.evaluation.representations import make_view, relative
 from cdfts_dask.normalise import minmax_normalise
 from cdfts_dask.oracle import dscale_dense, neighbourhood
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
-GOOD = ("3L", "4C", "biodeg", "dermatology", "ilpd", "libras", "musk", "seeds", "segment", "wilt", "wine")
-ONLY = set(sys.argv[2:]) or set(GOOD)
 grid = ClusteringGrid()
 EPS = np.asarray(grid.dbscan_eps)
 MINPTS = np.asarray(grid.dbscan_minpts)
@@ -163,12 +160,8 @@ print("best over minpts 2..10, eps step 0.001, lambda 0.1..0.5)\n")
 print("| data | d | paper | " + " | ".join(COLUMNS) + " |")
 print("|---|---|---|" + "---|" * len(COLUMNS))
 n_data = 0
-for spec in shared_specs(ROOT):
-    if spec.task != "clustering" or spec.name not in ONLY:
-        continue
+for spec, X, y in clustering_sets():
     n_data += 1
-    X, y = load_labelled(spec.path, spec.label)
-    X, y = subsample(X, y, 2500)
     ours = FMeasure(y)
     best = {c: (-1.0, None) for c in COLUMNS}
     for lam in LAMBDAS:

@@ -13,20 +13,16 @@ at the lambda of the unperturbed best.
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
+from good_sets import clustering_sets
 
-from cdfts_dask.evaluation.datasets import load_labelled, shared_specs, subsample
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.paper import paper_value
 from cdfts_dask.evaluation.protocol import search_clustering
 from cdfts_dask.evaluation.representations import make_view
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
-GOOD = ("3L", "4C", "biodeg", "dermatology", "ilpd", "libras", "musk", "seeds", "segment", "wilt", "wine")
-ONLY = set(sys.argv[2:]) or set(GOOD)
 SCALES = (1e-9, 1e-6, 1e-4)
 grid = ClusteringGrid()
 
@@ -42,11 +38,7 @@ print("`python docs/scripts/dscale_dbscan_jitter_check.py ../shared/datasets` (n
 print("noise of scale x each column's range, seed 1; the search at the unperturbed best lambda)\n")
 print("| data | paper | lambda | unperturbed (minpts, eps) | " + " | ".join(f"{s:g}" for s in SCALES) + " |")
 print("|---|---|---|---|" + "---|" * len(SCALES))
-for spec in shared_specs(ROOT):
-    if spec.task != "clustering" or spec.name not in ONLY:
-        continue
-    X, y = load_labelled(spec.path, spec.label)
-    X, y = subsample(X, y, 2500)
+for spec, X, y in clustering_sets():
     runs = {lam: best(X, y, lam) for lam in LAMBDAS}
     lam = max(LAMBDAS, key=lambda lam: runs[lam][0])
     s0, p0 = runs[lam]

@@ -15,23 +15,19 @@ paper have reported every DScale algorithm at one lambda per dataset?
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from good_sets import ONLY, clustering_sets
 
-from cdfts_dask.evaluation.datasets import load_labelled, shared_specs, subsample
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.mdbscan import dbscan_matrix
 from cdfts_dask.evaluation.paper import paper_value
 from cdfts_dask.evaluation.protocol import search_clustering
 from cdfts_dask.evaluation.representations import make_view
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
-GOOD = ("3L", "4C", "biodeg", "dermatology", "ilpd", "libras", "musk", "seeds", "segment", "wilt", "wine")
-ONLY = set(sys.argv[2:]) or set(GOOD)
 grid = ClusteringGrid()
 
 tic = time.perf_counter()
@@ -42,12 +38,8 @@ print("`python docs/scripts/dscale_dbscan_lambda_check.py ../shared/datasets`"
 print("| data | paper | " + " | ".join(f"lambda {lam}" for lam in LAMBDAS) + " |")
 print("|---|---|" + "---|" * len(LAMBDAS))
 n_data = 0
-for spec in shared_specs(ROOT):
-    if spec.task != "clustering" or spec.name not in ONLY:
-        continue
+for spec, X, y in clustering_sets():
     n_data += 1
-    X, y = load_labelled(spec.path, spec.label)
-    X, y = subsample(X, y, 2500)
     scores, cells = [], []
     for lam in LAMBDAS:
         D = make_view(X, "dscale", lam=lam).D

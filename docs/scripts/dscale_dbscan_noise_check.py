@@ -16,12 +16,11 @@ lambda 0.1..0.5) on the 11 exact-version datasets:
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
+from good_sets import clustering_sets
 
-from cdfts_dask.evaluation.datasets import load_labelled, shared_specs, subsample
 from cdfts_dask.evaluation.dp import density_all, neighbour_order
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.mdbscan import dbscan_matrix_counts
@@ -29,9 +28,6 @@ from cdfts_dask.evaluation.metrics import FMeasure
 from cdfts_dask.evaluation.paper import paper_value
 from cdfts_dask.evaluation.representations import make_view
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "../shared/datasets"
-GOOD = ("3L", "4C", "biodeg", "dermatology", "ilpd", "libras", "musk", "seeds", "segment", "wilt", "wine")
-ONLY = set(sys.argv[2:]) or set(GOOD)
 grid = ClusteringGrid()
 COLUMNS = ("table", "with noise only", "stop at first noise-free eps")
 
@@ -68,12 +64,8 @@ print("`python docs/scripts/dscale_dbscan_noise_check.py ../shared/datasets` (n 
 print("| data | paper | " + " | ".join(COLUMNS) + " |")
 print("|---|---|" + "---|" * len(COLUMNS))
 n_data = 0
-for spec in shared_specs(ROOT):
-    if spec.task != "clustering" or spec.name not in ONLY:
-        continue
+for spec, X, y in clustering_sets():
     n_data += 1
-    X, y = load_labelled(spec.path, spec.label)
-    X, y = subsample(X, y, 2500)
     runs = [bests(make_view(X, "dscale", lam=lam).D, y) for lam in LAMBDAS]
     best = {c: max(r[c] for r in runs) for c in COLUMNS}
     paper = paper_value("clustering", spec.name, "DBSCAN", "dscale")
