@@ -381,3 +381,20 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     zarr.open_group(str(store), mode="a").attrs["status"] = "running"
     code, err = _apply(capsys, store, DATA / "syn.csv", tmp_path / "o.csv")
     assert code == 2 and "is not complete" in err and "resume it first" in err
+
+
+@pytest.mark.slow  # an embedded cluster of its own, whose worker processes write to this process's stderr
+def test_cli_apply_worker_failure_is_one_line(tmp_path, capfd):
+    """Regression: a damaged Zarr chunk read by a worker printed Dask's 'Compute Failed' record and a
+    traceback (from the embedded cluster's worker) before the one-line error."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    src = tmp_path / "in.zarr"
+    zarr.create_array(str(src), shape=(400, 3), dtype="f8", chunks=(100, 3))[...] = blobs(400)
+    chunk = src / "c" / "2" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:7])
+    code = main(["apply", str(store), str(src), str(tmp_path / "out.npy"), "--workers", "1", "--quiet"])
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "cannot read the Zarr chunk at [200:300, 0:3]" in lines[0]
+    assert not (tmp_path / "out.npy").exists()

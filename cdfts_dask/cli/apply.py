@@ -10,7 +10,7 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..paths import check_run_paths
-from . import HelpFormatter
+from . import HelpFormatter, dask_quiet
 from .transform import LABEL_LIKE_NAMES, check_no_label_column, large_csv_input
 
 
@@ -55,7 +55,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    with verbosity(not args.quiet):
+    with verbosity(not args.quiet), dask_quiet():
         return _run(args)
 
 
