@@ -72,6 +72,7 @@ def dask_quiet():
         for lg, level in zip(loggers, levels, strict=True):
             lg.setLevel(level)
 
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"cdfts: warning: {message}", file=sys.stderr if file is None else file, flush=True)
 
