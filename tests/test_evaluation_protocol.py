@@ -88,7 +88,6 @@ def test_report_table_average_and_wins():
     assert "parentheses" not in markdown_table(rows, "clustering", with_paper=False)  # no paper values shown
 
 
-
 def test_report_ties_do_not_depend_on_the_order_tasks_finished_in():
     """Regression: ``cdfts evaluate --resume`` wrote another best lambda for tied scores (and could report
     another test score) because the best record was the first of the ties in completion order."""
@@ -108,6 +107,7 @@ def test_report_ties_do_not_depend_on_the_order_tasks_finished_in():
         shuffled = recs[:]
         random.Random(seed).shuffle(shuffled)
         assert summarise(shuffled) == rows
+
 
 def test_load_labelled_formats(tmp_path):
     csv = tmp_path / "t.csv"

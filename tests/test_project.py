@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import tomllib
 
-from conftest import ROOT
+import pytest
+from conftest import ROOT, cli_env
 
 
 def _floor() -> tuple[int, int]:
@@ -29,10 +31,6 @@ def test_python_floor_agrees_everywhere():
 def test_the_package_imports_its_heavy_dependencies_on_first_use():
     """``import cdfts_dask`` (the ``cdfts`` command, every Dask worker unpickling an engine task body) loads
     neither scikit-learn, Zarr nor dask.array; each public name still resolves, to the one object."""
-    import subprocess
-
-    from conftest import cli_env
-
     code = (
         "import sys, cdfts_dask, cdfts_dask.engine.cpu\n"
         "heavy = [m for m in ('sklearn', 'zarr', 'dask.array', 'pandas') if m in sys.modules]\n"
@@ -40,8 +38,6 @@ def test_the_package_imports_its_heavy_dependencies_on_first_use():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env())
     assert res.returncode == 0, res.stderr
-    import pytest
-
     import cdfts_dask
     from cdfts_dask import CDFTS, cdf_ts
     from cdfts_dask.estimator import CDFTS as defined

@@ -105,7 +105,7 @@ def build_tasks(args) -> list:
         tt = args.train_test and not args.no_train_test
         X, y = load_labelled(spec.path, spec.label)  # validate now: fail before starting the cluster
         n = min(len(y), max_n)
-        _check_enough_points_for_ec(spec, len(y), n, tt, args.max_n)
+        _check_enough_points_for_ec(spec, len(y), max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
         for lam in grids.clustering.lambdas:
             tasks.append(Task(spec, "rescale", lam, max_n, tt, grids, len(y)))
@@ -119,10 +119,11 @@ def build_tasks(args) -> list:
     return tasks
 
 
-def _check_enough_points_for_ec(spec, rows: int, n: int, train_test: bool, max_n: int) -> None:
+def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -> None:
     """EC (clustering datasets) needs :data:`ec.MIN_POINTS` points, on each half under --train-test."""
     from ..evaluation.ec import MIN_POINTS
 
+    n = min(rows, max_n)
     smallest = n // 2 if train_test else n
     if spec.task == "clustering" and smallest < MIN_POINTS:
         part = " on each train/test half" if train_test else ""

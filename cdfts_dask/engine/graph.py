@@ -15,13 +15,9 @@ only once, for a few scalars:
    distance pieces (joined there);
 4. **shift**: per target panel, ``A`` and ``B = rho^T X`` over all
    references, giving the shifted rows;
-5. **finish**: the O(n d) normalisation, ``sum |X_new - X_old|``, the
-   column range, run by two tasks on the same shifted rows (on two workers
-   where there are two): one returns the summary, all the client waits for,
-   the other keeps the new positions on its worker.  Both are exact (min,
-   max, subtraction, division: the summary's column range is the one the
-   positions were normalised with, bit for bit); the client's wait costs no
-   task hop after the normalisation.
+5. **finish**: one O(n d) task: normalisation, ``sum |X_new - X_old|``, the
+   column range; the client fetches only the summary (a small task beside
+   it, on its worker), the new positions stay there.
 
 Every value that all panels of a pass share (the threshold, the plan) is
 computed by exactly one task and handed to the panels, never recomputed in
@@ -100,14 +96,14 @@ def _knn_plan(concat, m: float, k: int, mean, dtype: str, *kth):
     return plan.knn_plan(m, k, _knn_radius(concat, m, *kth), mean, dtype)
 
 
-def _finish_summary(finish, X, *shifted):
-    """``(sum |X_new - X|, lo, hi)`` of the device's ``finish``: all the client waits for."""
-    return finish(X, *shifted)[1:]
+def _positions(finished):
+    """``X_new`` of the device's ``finish`` result: the new positions, kept on the worker."""
+    return finished[0]
 
 
-def _finish_positions(finish, X, *shifted):
-    """``X_new`` of the device's ``finish``: the new positions, kept on the worker."""
-    return finish(X, *shifted)[0]
+def _summary(finished):
+    """``(sum |X_new - X|, lo, hi)`` of the device's ``finish`` result: all the client fetches."""
+    return finished[1:]
 
 
 class TiledEngine:
@@ -195,11 +191,10 @@ class TiledEngine:
             timings["reference"] = time.perf_counter() - tic
             tic = time.perf_counter()
         shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
-        shifted = narrow(c, dev.concat, shifted)
-        summary = c.submit(_finish_summary, dev.finish, X, *shifted, **on(0))
-        positions = c.submit(_finish_positions, dev.finish, X, *shifted, **on(1))
+        finished = c.submit(dev.finish, X, *narrow(c, dev.concat, shifted))
+        summary, positions = c.submit(_summary, finished), c.submit(_positions, finished)
         if watch is not None:
-            watch([*maxima, *partial, shift_plan, *shifted, summary, positions])
+            watch([*maxima, *partial, shift_plan, *shifted, finished])
         (total, lo, hi), m_value = c.gather([summary, m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic
