@@ -46,14 +46,16 @@ def test_help_documents_subcommands_and_options():
 
 def test_transform_csv_passes_label_through(tmp_path):
     out = tmp_path / "out.csv"
-    res = cdfts("transform", DATA / "syn.csv", out, "--label", "label", "--delta", "0.01")
+    res = cdfts("transform", DATA / "3L.csv", out, "--label", "label", "--delta", "0.01")
     assert res.returncode == 0, res.stderr
-    assert "iteration 5: Delta 0.008643" in res.stderr and "pairs/s" in res.stderr
+    src = np.loadtxt(DATA / "3L.csv", delimiter=",", skiprows=1)
+    ref = cdf_ts_dense(src[:, :-1], 0.1, 0.01)
+    assert f"iteration {len(ref.deltas)}: Delta {ref.deltas[-1]:.6f}" in res.stderr
+    assert "pairs/s" in res.stderr
     table = np.loadtxt(out, delimiter=",", skiprows=1)
-    src = np.loadtxt(DATA / "syn.csv", delimiter=",", skiprows=1)
     assert out.read_text().splitlines()[0] == "x0,x1,label"
     assert np.array_equal(table[:, -1], src[:, -1])
-    assert np.abs(table[:, :-1] - cdf_ts_dense(src[:, :-1], 0.1, 0.01).X).max() <= 1e-12
+    assert np.abs(table[:, :-1] - ref.X).max() <= 1e-12
 
 
 @pytest.mark.slow

@@ -36,12 +36,18 @@ def _lattice() -> np.ndarray:
 SLOW = [pytest.mark.slow]
 
 
+#: tiles of 16: 16 and 64 divide, 21 and 37 do not, 2 is one part tile.  The simulator runs every thread in
+#: Python (about a second a case at n = 37), so the quick suite runs three cases: both estimators on the
+#: smallest partial-tile case and k-NN on the one part tile; the whole suite runs all fifteen
+BODY_QUICK = {(21, "epsilon", None), (21, "knn", 5), (2, "knn", 1)}
+
+
 @simulated_cuda
 @pytest.mark.parametrize(
-    "n", [2, pytest.param(16, marks=SLOW), 37, pytest.param(64, marks=SLOW)]
-)  # tiles of 16: 64 divides, 37 does not, 2 is one part tile; the simulator runs every thread in Python,
-#    so the quick suite keeps the one-tile and the partial-tile cases
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", 5)])
+    "n,estimator,k",
+    [pytest.param(n, e, k, id=f"{e}-{k}-{n}", marks=[] if (n, e, k) in BODY_QUICK else SLOW)
+     for e, k in [("epsilon", None), ("knn", 1), ("knn", 5)] for n in [2, 16, 21, 37, 64]],
+)  # fmt: skip
 def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):
     X = normalised(awkward(n, 3, seed=n))  # lattice coordinates, duplicates, a constant column
     k = None if k is None else min(k, n - 1)

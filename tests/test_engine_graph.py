@@ -12,11 +12,21 @@ from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import TiledEngine
 from cdfts_dask.engine.graph import DIAMETER_SINGLE_MAX_N, FAN_IN
 
+SHAPES = [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
+ESTIMATORS = [("epsilon", None), ("knn", 1), ("knn", "half")]
+
+
+def _quick_or_slow(i: int, j: int) -> list:
+    """The quick suite runs every shape once (the estimators in turn) and every estimator on the last shape
+    (tiles that do not divide n); the whole suite runs all 24 cases."""
+    return [] if i % len(ESTIMATORS) == j or i == len(SHAPES) - 1 else [pytest.mark.slow]
+
 
 @pytest.mark.parametrize(
-    "n,tile", [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
-)
-@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 1), ("knn", "half")])
+    "n,tile,estimator,k",
+    [pytest.param(n, tile, e, k, id=f"{e}-{k}-{n}-{tile}", marks=_quick_or_slow(i, j))
+     for j, (e, k) in enumerate(ESTIMATORS) for i, (n, tile) in enumerate(SHAPES)],
+)  # fmt: skip
 def test_tiled_equals_oracle(client, n, tile, estimator, k):
     if k == "half":
         k = max(1, n // 2)
@@ -28,14 +38,14 @@ def test_tiled_equals_oracle(client, n, tile, estimator, k):
     [
         (2, 1, "epsilon", None),
         (5, 2, "knn", 1),
-        (97, 10, "epsilon", None),
+        pytest.param(97, 10, "epsilon", None, marks=pytest.mark.slow),
         (97, 10, "knn", 5),
-        (300, 64, "knn", 150),
+        pytest.param(300, 64, "knn", 150, marks=pytest.mark.slow),
         (640, 128, "epsilon", None),
         pytest.param(2000, 333, "epsilon", None, marks=pytest.mark.slow),  # n = 2500 runs quick below
         pytest.param(2000, 333, "knn", 10, marks=pytest.mark.slow),
     ],
-)
+)  # the quick suite: each estimator on one and on many tiles that do not divide n
 def test_boundary_ties_and_duplicates_equal_oracle(client, n, tile, estimator, k):
     lam = 0.3 if n < 20 else 0.1
     iters = 2 if n >= 2000 else 3
@@ -53,7 +63,7 @@ def test_two_workers_larger_n_uneven_tiles(client):
 
 
 def test_default_panel_rows_one_worker(client1):
-    X = blobs(1200, 5, seed=2)
+    X = blobs(600, 5, seed=2)  # panels of 256 rows: 3, the last partial
     ref = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=2)
     out = cdf_ts(X, delta=1e-12, max_iter=2, method="tiled", client=client1)
     assert np.abs(out - ref.X).max() <= 1e-9
@@ -87,7 +97,7 @@ def test_duplicates_constant_columns_and_identical_points(client):
     assert np.abs(out - ref.X).max() <= 1e-9
 
 
-@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("k", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_duplicates_stay_duplicates_under_knn(client, k):
     """Duplicates keep k-NN radius 0 in every iteration, in the engine and the oracle alike (the 9-point
     example of issue 9 split its duplicates by an ulp in the oracle's BLAS product, then moved 0.047)."""

@@ -63,12 +63,13 @@ def test_draw_is_uniform_without_replacement():
 
 
 def test_dask_and_zarr_inputs_draw_the_same_rows(syn, tmp_path, client):
-    ref = cdf_ts(syn, lam=0.1, delta=0.01, n_references=200, random_state=3)
-    lazy = cdf_ts(da.from_array(syn, chunks=(128, 2)), lam=0.1, delta=0.01, n_references=200, random_state=3,
+    X = syn[::3]  # 500 points in chunks of 128: the last chunk partial
+    ref = cdf_ts(X, lam=0.1, delta=0.01, n_references=200, random_state=3)
+    lazy = cdf_ts(da.from_array(X, chunks=(128, 2)), lam=0.1, delta=0.01, n_references=200, random_state=3,
                   client=client)  # fmt: skip
     assert np.abs(lazy - ref).max() <= 1e-9  # the sample is fitted by the tiled engine on the client
     src = tmp_path / "in.zarr"
-    zarr.create_array(str(src), shape=syn.shape, dtype="f8", chunks=(128, 2))[...] = syn
+    zarr.create_array(str(src), shape=X.shape, dtype="f8", chunks=(128, 2))[...] = X
     out = cdf_ts(str(src), lam=0.1, delta=0.01, n_references=200, random_state=3, client=client,
                  output=tmp_path / "out.zarr")  # fmt: skip
     assert isinstance(out, zarr.Array) and np.array_equal(out[...], lazy)

@@ -42,6 +42,13 @@ def syn():
     return load_csv(DATA / "syn.csv")
 
 
+@pytest.fixture(scope="module")
+def small(syn):
+    """Every fifth point of syn (300): for the tests of data handling, where the size does not matter."""
+    X, y = syn
+    return X[::5], y[::5]
+
+
 def test_pipeline_with_dbscan(syn):
     X, y = syn
     pipe = make_pipeline(CDFTS(lam=0.1, delta=0.01), DBSCAN(eps=0.04, min_samples=5))
@@ -51,8 +58,8 @@ def test_pipeline_with_dbscan(syn):
     assert np.array_equal(labels, direct)
 
 
-def test_grid_search_with_a_scorer(syn):
-    X, y = syn
+def test_grid_search_with_a_scorer(small):
+    X, y = small
 
     def ari(estimator, X, y):  # clustering quality of the pipeline on the held-out fold
         return adjusted_rand_score(y, estimator.fit_predict(X))
@@ -71,9 +78,9 @@ def test_grid_search_with_a_scorer(syn):
     assert knn.best_score_ > 0.6
 
 
-def test_feature_names_and_set_output(syn):
+def test_feature_names_and_set_output(small):
     pd = pytest.importorskip("pandas")
-    X, _ = syn
+    X, _ = small
     frame = pd.DataFrame(X, columns=["width", "height"])
     est = CDFTS(lam=0.1, delta=0.01).set_output(transform="pandas")
     out = est.fit_transform(frame)
@@ -87,9 +94,9 @@ def test_feature_names_and_set_output(syn):
 
 
 @pytest.mark.parametrize("n_references", [None, 150])  # fit_transform: the run's result / a replay
-def test_dataframe_in_keeps_its_index_and_column_names_out(syn, n_references):
+def test_dataframe_in_keeps_its_index_and_column_names_out(small, n_references):
     pd = pytest.importorskip("pandas")
-    X, _ = syn
+    X, _ = small
     index = pd.Index([f"p{i}" for i in range(len(X))][::-1], name="point")  # not a RangeIndex
     frame = pd.DataFrame(X, columns=["width", "height"], index=index)
     params = dict(lam=0.1, delta=0.01, n_references=n_references, random_state=0)
