@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from cdfts_dask.evaluation.dbscan import DBSCANSweep, dbscan, prim_mst
+from cdfts_dask.evaluation.dbscan import DBSCANSweep, prim_mst
 from cdfts_dask.evaluation.dp import density, density_peaks, peaks
 from cdfts_dask.evaluation.ec import extreme_clustering
 from cdfts_dask.evaluation.inne import inne_scores
@@ -14,6 +14,7 @@ from cdfts_dask.evaluation.metrics import auc, f_measure
 from cdfts_dask.evaluation.representations import make_view, relative
 from cdfts_dask.oracle import pairwise_distances
 from tests.conftest import DATA, load_csv
+from tests.references import sklearn_dbscan
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def test_dbscan_sweep_matches_scikit_learn():
     for minpts in (2, 5, 10):
         sweep = DBSCANSweep(D, minpts)
         for eps in (0.01, 0.03, 0.06, 0.2):
-            ref, ours = dbscan(D, eps, minpts), sweep.labels(eps)
+            ref, ours = sklearn_dbscan(D, eps, minpts), sweep.labels(eps)
             core = np.count_nonzero(D <= eps, axis=1) >= minpts
             assert adjusted_rand_score(ref[core], ours[core]) == 1.0  # core points: identical partition
             assert np.array_equal(ref == -1, ours == -1)  # same noise
@@ -63,7 +64,7 @@ def test_dbscan_noise_and_rows_as_neighbourhoods():
     D = np.array([[0.0, 0.1, 0.1, 0.9], [0.5, 0.0, 0.5, 0.9], [0.5, 0.5, 0.0, 0.9], [0.9, 0.9, 0.9, 0.0]])
     labels = DBSCANSweep(D, 3).labels(0.2)
     assert labels[0] == labels[1] == labels[2] == 0 and labels[3] == -1
-    assert np.array_equal(dbscan(D, 0.2, 3), labels)
+    assert np.array_equal(sklearn_dbscan(D, 0.2, 3), labels)
 
 
 def test_prim_mst_total_weight():

@@ -6,7 +6,7 @@ import pytest
 from scipy import sparse
 from sklearn.metrics import adjusted_rand_score
 
-from cdfts_dask.evaluation.dbscan import DBSCANSweep, dbscan
+from cdfts_dask.evaluation.dbscan import DBSCANSweep
 from cdfts_dask.evaluation.dp import density_all, neighbour_order
 from cdfts_dask.evaluation.ec import ExtremeClustering, extreme_clustering, remove_small_clusters
 from cdfts_dask.evaluation.lgd import cut_graph, knn_graph, lgd, local_gap_density
@@ -14,6 +14,7 @@ from cdfts_dask.evaluation.mdbscan import dbscan_matrix, dbscan_matrix_counts
 from cdfts_dask.evaluation.representations import make_view
 from cdfts_dask.oracle import pairwise_distances
 from tests.conftest import DATA, load_csv
+from tests.references import sklearn_dbscan
 
 F = 0.9  # "far": beyond eps = 0.5 below
 
@@ -42,7 +43,7 @@ def test_mdbscan_hand_worked_asymmetric_quirks():
     labels = dbscan_matrix(QUIRK, 0.5, 2)
     assert labels.tolist() == [0, 1, 1, -1, 2, 2]
     # scikit-learn keeps 1 in A and reaches 3 from core 5: A = {0, 1}, {2}, {3, 4, 5}
-    assert adjusted_rand_score(dbscan(QUIRK, 0.5, 2), [0, 0, 1, 2, 2, 2]) == 1.0
+    assert adjusted_rand_score(sklearn_dbscan(QUIRK, 0.5, 2), [0, 0, 1, 2, 2, 2]) == 1.0
     # the sweep links cores 1 and 2 (2 sees 1): {0, 1, 2}, {3, 4, 5}
     assert adjusted_rand_score(DBSCANSweep(QUIRK, 2).labels(0.5), [0, 0, 0, 1, 1, 1]) == 1.0
 
@@ -77,7 +78,7 @@ def test_mdbscan_on_a_symmetric_matrix_is_textbook_dbscan_up_to_borders():
     D = make_view(X[::4], "original").D
     for minpts in (3, 6):
         for eps in (0.03, 0.06, 0.12):
-            ours, ref = dbscan_matrix(D, eps, minpts), dbscan(D, eps, minpts)
+            ours, ref = dbscan_matrix(D, eps, minpts), sklearn_dbscan(D, eps, minpts)
             core = np.count_nonzero(D <= eps, axis=1) >= minpts
             assert np.array_equal(ours == -1, ref == -1)
             assert adjusted_rand_score(ours[core], ref[core]) == 1.0

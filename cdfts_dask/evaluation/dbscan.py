@@ -6,10 +6,10 @@ i.e. when ``core(i) <= eps`` with ``core(i)`` the distance to i's
 (minpts-1)-th nearest other point; clusters are the points density-reachable
 from core points; the rest is noise (label -1).
 
-:func:`dbscan` is scikit-learn's ``DBSCAN(metric="precomputed")`` and is the
-reference.  A parameter search calls DBSCAN hundreds of times per dataset,
-so :class:`DBSCANSweep` computes the *same* clusterings for every eps of a
-grid at once, HDBSCAN-style: with the mutual reachability distance
+:class:`DBSCANSweep` is the DBSCAN of the evaluation.  A parameter search
+calls DBSCAN hundreds of times per dataset, so it computes the clusterings
+of scikit-learn's ``DBSCAN(metric="precomputed")`` (the reference the tests
+compare it with) for every eps of a grid at once, HDBSCAN-style: with the mutual reachability distance
 ``MR(i, j) = max(core(i), core(j), min(D[i, j], D[j, i]))``, the core points
 at eps are those with ``core(i) <= eps`` and two core points share a cluster
 iff they are joined by a path of MR <= eps, i.e. by minimum-spanning-tree
@@ -26,17 +26,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-
-
-def dbscan(D: np.ndarray, eps: float, minpts: int) -> np.ndarray:
-    """Labels (-1 = noise) of scikit-learn's DBSCAN on the distance matrix D (row i = i's view)."""
-    from sklearn.cluster import DBSCAN
-
-    mask = D <= eps
-    rows, cols = np.nonzero(mask)
-    indptr = np.concatenate([[0], np.cumsum(mask.sum(axis=1))])
-    graph = sparse.csr_matrix((D[rows, cols], cols, indptr), shape=D.shape)  # explicit zeros kept
-    return DBSCAN(eps=eps, min_samples=minpts, metric="precomputed").fit(graph).labels_
 
 
 def core_distances(D: np.ndarray, minpts: int) -> np.ndarray:

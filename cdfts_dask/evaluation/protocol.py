@@ -25,8 +25,8 @@ import numpy as np
 from .baselines import iforest_scores, lof_scores
 from .datasets import DatasetSpec, halves, load_labelled, subsample
 from .dbscan import DBSCANSweep, sweeps
-from .dp import choose_centres, density, density_all, link, neighbour_order, peaks, peaks_sorted
-from .ec import ExtremeClustering
+from .dp import choose_centres, density_all, density_peaks, link, neighbour_order, peaks_sorted
+from .ec import ExtremeClustering, extreme_clustering
 from .grids import AnomalyGrid, ClusteringGrid, Grids
 from .inne import inne_scores
 from .knn import knn_scores, knn_sorted
@@ -67,10 +67,9 @@ def run_clustering(
             return dbscan_matrix(D, params["eps"], params["minpts"])
         return DBSCANSweep(D, params["minpts"]).labels(params["eps"])
     if algorithm == "DP":
-        pk = peaks(D, density(D, params["eps"]))
-        return link(pk, choose_centres(pk, params["c"]))
+        return density_peaks(D, params["eps"], params["c"])
     if algorithm == "EC":
-        return ExtremeClustering(D).labels(params["eps"])
+        return extreme_clustering(D, params["eps"])
     if algorithm == "LGD":
         return lgd(D, params["k"], params["tau"], n_classes)
     raise ValueError(f"unknown clustering algorithm {algorithm!r}")
