@@ -157,6 +157,7 @@ class FitSpec:
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
         n_references = sampling.check_n_references(n_references)
+        random_state = sampling.check_random_state(random_state)
         if not isinstance(resume, bool):
             raise TypeError(f"resume must be True or False, got {resume!r}")
         if resume and checkpoint is None:

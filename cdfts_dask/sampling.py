@@ -8,17 +8,36 @@ sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ._validation import check_points, check_positive_int
+from ._validation import check_points
 
 
 def check_n_references(n_references) -> int | None:
     """None (exact) or an integer >= 2 (a fit needs two points)."""
-    s = check_positive_int(n_references, "n_references")
-    if s is not None and s < 2:
-        raise ValueError(f"n_references must be >= 2 (or None for the exact fit), got {n_references!r}")
-    return s
+    if n_references is None:
+        return None
+    expected = "an integer >= 2 (or None for the exact fit)"
+    if isinstance(n_references, bool) or not isinstance(n_references, numbers.Integral):
+        raise TypeError(f"n_references must be {expected}, got {n_references!r}")
+    if n_references < 2:
+        raise ValueError(f"n_references must be {expected}, got {n_references!r}")
+    return int(n_references)
+
+
+def check_random_state(random_state):
+    """The seeds scikit-learn's ``check_random_state`` takes: None, an integer in [0, 2**32 - 1] or a
+    ``numpy.random.RandomState`` (checked before any work, whether or not rows are drawn)."""
+    expected = "None, an integer in [0, 2**32 - 1] or a numpy.random.RandomState"
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return random_state
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(f"random_state must be {expected}, got {random_state!r}")
+    if not 0 <= random_state <= 2**32 - 1:
+        raise ValueError(f"random_state must be {expected}, got {random_state!r}")
+    return random_state
 
 
 def sampled_k(k: int | None, s: int, n: int) -> int | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -84,13 +86,36 @@ def test_estimator_with_references(syn):
 
 
 @pytest.mark.parametrize(
-    "value,error,message",
-    [(1, ValueError, "n_references must be >= 2"), (True, TypeError, "got True"),
-     (2.5, TypeError, "n_references must be a positive integer")],
+    "value,error",
+    [(0, ValueError), (1, ValueError), (-3, ValueError), (True, TypeError), (2.5, TypeError),
+     ("9", TypeError)],
 )  # fmt: skip
-def test_bad_n_references(syn, value, error, message):
-    with pytest.raises(error, match=message):
+def test_bad_n_references(syn, value, error):
+    """One message for every bad value (0 once said '>= 1' and 1 '>= 2')."""
+    with pytest.raises(error, match=rf"^n_references must be an integer >= 2 \(or None for the exact fit\), "
+                                    rf"got {re.escape(repr(value))}$"):  # fmt: skip
         cdf_ts(syn, n_references=value)
+
+
+@pytest.mark.parametrize(
+    "value,error",
+    [(-1, ValueError), (2**32, ValueError), ("a", TypeError), (1.5, TypeError), (True, TypeError)],
+)
+@pytest.mark.parametrize("n_references", [None, 100])  # refused whether or not rows are drawn
+def test_bad_random_state_is_named(syn, value, error, n_references):
+    """Regression: -1 gave numpy's 'Seed must be between 0 and 2**32 - 1', 'a' scikit-learn's message,
+    neither naming random_state, and only when rows were drawn."""
+    with pytest.raises(error, match=rf"^random_state must be None, an integer in \[0, 2\*\*32 - 1\] or a "
+                                    rf"numpy.random.RandomState, got {re.escape(repr(value))}$"):  # fmt: skip
+        cdf_ts(syn, n_references=n_references, random_state=value)
+
+
+def test_cli_bad_random_state_is_one_line(tmp_path, capsys):
+    code = main(["transform", str(DATA / "syn.csv"), str(tmp_path / "out.npy"), "--label", "label",
+                 "--references", "100", "--random-state", "-1"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "random_state must be None" in err[0] and "got -1" in err[0]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_transform_with_references(syn, tmp_path, capsys):
