@@ -40,7 +40,8 @@ def session_client():
 def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, security=None):
     """Yield a client, closing whatever this function started.
 
-    * a ``distributed.Client``: used as is;
+    * a ``distributed.Client``: used as is (``n_workers`` is then ignored, with a warning; so for an
+      address);
     * a string: the address of a running scheduler (``tcp://host:8786``, ``tls://...``), checked first
       by :func:`~cdfts_dask.scheduler_check.check_scheduler` (bounded handshake, one-line errors);
     * ``None``: the session's default client when one is open (a Dask user's
@@ -58,6 +59,13 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
     """
     from distributed import Client
 
+    if n_workers is not None and isinstance(client, (Client, str)):
+        warnings.warn(
+            f"n_workers={n_workers} is ignored: the workers of the given client's cluster ({client!r}) "
+            "are used",
+            UserWarning,
+            stacklevel=5,  # the caller of cdf_ts
+        )
     if isinstance(client, Client):
         yield client
         return

@@ -146,7 +146,28 @@ def test_missing_optional_dependency_is_one_line(monkeypatch, capsys):
     code = main(["evaluate", "--data", str(DATA / "3L.csv"), "--out", "unused", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert "needs the optional package 'scipy.optimize'" in err[0] and "cdfts-dask[eval]" in err[0]
+    assert "needs the optional package 'scipy.optimize'" in err[0]
+    assert "pip install '.[eval]' in the cdfts-dask checkout" in err[0]  # the package is on no index
+
+
+@pytest.mark.parametrize(
+    "command,flags,message",
+    [(command, flags, message) for command in ("transform", "apply") for flags, message in [
+        (["--label", "-1", "--no-label"], "argument --no-label: not allowed with argument --label"),
+        (["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"],
+         "argument --workers: not allowed with argument --scheduler")]],
+)  # fmt: skip
+def test_contradicting_options_are_refused(tmp_path, capsys, command, flags, message):
+    """Regression: `apply --label -1 --no-label` passed the label through, and --workers beside
+    --scheduler was dropped without a word (transform, apply)."""
+    from cdfts_dask.cli import main
+
+    paths = [str(DATA / "3L.csv"), str(tmp_path / "out.csv")]
+    with pytest.raises(SystemExit) as exit_:
+        main([command, *([str(tmp_path / "run.zarr")] if command == "apply" else []), *paths, *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1 and message in err[0]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_label_like_column_is_refused_unless_named(tmp_path, capsys):

@@ -56,6 +56,16 @@ def test_the_sessions_default_client_is_used(X, client):
     assert session_client() is None
 
 
+@pytest.mark.parametrize("as_address", [False, True])
+def test_n_workers_beside_a_given_client_is_ignored_with_a_warning(X, client, as_address):
+    """Regression: ``cdf_ts(X, client=c, n_workers=3)`` dropped n_workers without a word."""
+    given = client.scheduler.address if as_address else client
+    with pytest.warns(UserWarning, match="n_workers=3 is ignored: the workers of the given client") as record:
+        out = cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=given, n_workers=3)
+    assert record[0].filename == __file__  # pointed at the caller of cdf_ts
+    np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
+
+
 @pytest.mark.slow
 def test_a_fresh_worker_process_loads_the_compiled_kernels_from_disk(X, client):
     cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=client)  # fills numba's cache

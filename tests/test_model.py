@@ -356,6 +356,19 @@ def test_cli_apply_on_the_gpu_equals_the_cpu(tmp_path, capsys):
     assert np.abs(np.load(tmp_path / "gpu.npy") - np.load(tmp_path / "cpu.npy")).max() <= 1e-9
 
 
+def test_cli_apply_says_when_it_does_not_use_the_cluster(tmp_path, capsys):
+    """Regression: an in-memory INPUT is replayed in this process; --workers (or --scheduler, even an
+    unreachable one) was dropped without a word."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    np.save(tmp_path / "new.npy", blobs(30))
+    code, err = _apply(capsys, store, tmp_path / "new.npy", tmp_path / "out.npy", "--workers", "1", "--quiet")
+    lines = err.strip().splitlines()
+    assert code == 0 and len(lines) == 1 and "--scheduler/--workers are not used" in lines[0]
+    expected = fitted.transform_numpy(fitted.load(store), blobs(30))
+    assert np.array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
 def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     store = tmp_path / "run.zarr"
     cdf_ts(blobs(d=3), lam=0.15, max_iter=2, checkpoint=store)

@@ -95,7 +95,7 @@ def run_command(args, prog: str | None = None) -> int:
         extra = "gpu" if exc.name in ("cupy", "dask_cuda") else "eval"
         print(
             f"{prog}: error: needs the optional package {exc.name!r}; "
-            f"install it with: pip install 'cdfts-dask[{extra}]'",
+            f"install the {extra!r} extra: pip install '.[{extra}]' in the cdfts-dask checkout",
             file=sys.stderr,
         )
         return 2
@@ -105,3 +105,15 @@ def run_command(args, prog: str | None = None) -> int:
     except (ValueError, TypeError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def add_cluster_arguments(p) -> None:
+    """``--scheduler ADDRESS`` or ``--workers N`` (not both: the workers of a running scheduler are its
+    own), shared by ``transform``, ``apply`` and ``evaluate``."""
+    cluster = p.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
+    )
+    cluster.add_argument(
+        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 from .. import model
 from ..csv_blocks import is_large_csv
@@ -10,8 +11,8 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..paths import check_run_paths
-from . import HelpFormatter, dask_quiet
-from .transform import LABEL_LIKE_NAMES, check_no_label_column, large_csv_input
+from . import HelpFormatter, add_cluster_arguments, dask_quiet
+from .transform import add_label_arguments, check_no_label_column, large_csv_input
 
 
 def register(sub) -> None:
@@ -30,23 +31,8 @@ def register(sub) -> None:
     p.add_argument("model", help="checkpoint store (.zarr) of a completed `cdfts transform --checkpoint` run")
     p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns, d as fitted)")
     p.add_argument("output", help="output file: .csv, .npy or .zarr")
-    p.add_argument(
-        "--label",
-        default=None,
-        help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
-    )
-    p.add_argument(
-        "--no-label",
-        action="store_true",
-        help="transform every column, even one whose header is named like a label "
-        f"({', '.join(LABEL_LIKE_NAMES)}; refused without --label or --no-label)",
-    )
-    p.add_argument(
-        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
-    )
+    add_label_arguments(p)
+    add_cluster_arguments(p)
     p.add_argument("--gpu", action="store_true",
                    help="replay on the GPUs (CuPy + numba-cuda; the embedded cluster is a dask-cuda "
                    "LocalCUDACluster, one worker per GPU)")
@@ -69,6 +55,13 @@ def _run(args) -> int:
     source, labels, header = _chunked_input(args)
     by_worker = source is not None and labels is None and output_format(args.output) == ".zarr"
     if source is None:
+        if args.scheduler is not None or args.workers is not None:
+            warnings.warn(
+                "--scheduler/--workers are not used: this INPUT is read into memory and transformed in this "
+                "process (the workers transform a Zarr INPUT without --label and a CSV of 64 MiB or more)",
+                UserWarning,
+                stacklevel=2,
+            )
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
         if args.label is None and not args.no_label:
             check_no_label_column(header)

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import HelpFormatter, dask_quiet
+from . import HelpFormatter, add_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:
@@ -76,8 +76,7 @@ def register(sub) -> None:
         help="keep the records in OUT/records.jsonl and run only the tasks that have none "
         "(an interrupted run continues; the tables cover old and new records)",
     )
-    p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler")
-    p.add_argument("--workers", type=int, default=None, help="worker processes of the embedded LocalCluster")
+    add_cluster_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no per-task progress")
     p.set_defaults(func=run)
 

@@ -13,7 +13,7 @@ from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
 from ..paths import check_run_paths
-from . import HelpFormatter, dask_quiet
+from . import HelpFormatter, add_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:
@@ -39,18 +39,7 @@ def register(sub) -> None:
     p.add_argument("--max-iter", type=int, default=100, help="most iterations to run (at least one runs)")
     p.add_argument("--estimator", choices=["epsilon", "knn"], default="epsilon", help="density estimator")
     p.add_argument("-k", "--k", type=int, default=None, help="neighbours for --estimator knn (1 <= k <= n-1)")
-    labels = p.add_mutually_exclusive_group()
-    labels.add_argument(
-        "--label",
-        default=None,
-        help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
-    )
-    labels.add_argument(
-        "--no-label",
-        action="store_true",
-        help="transform every column, even one whose header is named like a label "
-        f"({', '.join(LABEL_LIKE_NAMES)}; refused without --label or --no-label)",
-    )
+    add_label_arguments(p)
     p.add_argument(
         "--method",
         choices=["auto", "dense", "tiled"],
@@ -61,12 +50,7 @@ def register(sub) -> None:
     p.add_argument(
         "--tile-size", type=int, default=None, help="points per tile side (memory per task ~ tile^2)"
     )
-    p.add_argument(
-        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
-    )
-    p.add_argument(
-        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
-    )
+    add_cluster_arguments(p)
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
     p.add_argument(
         "--resume",
@@ -93,6 +77,22 @@ def register(sub) -> None:
     p.add_argument("--gpu", action="store_true",
                    help="run on the GPUs (CuPy + dask-cuda LocalCUDACluster, one worker per GPU)")
     p.set_defaults(func=run)
+
+
+def add_label_arguments(p) -> None:
+    """``--label COLUMN`` or ``--no-label`` (not both), shared by ``transform`` and ``apply``."""
+    labels = p.add_mutually_exclusive_group()
+    labels.add_argument(
+        "--label",
+        default=None,
+        help="label column to pass through untouched: a CSV header name or a column index (-1 = last)",
+    )
+    labels.add_argument(
+        "--no-label",
+        action="store_true",
+        help="transform every column, even one whose header is named like a label "
+        f"({', '.join(LABEL_LIKE_NAMES)}; refused without --label or --no-label)",
+    )
 
 
 #: header names that usually hold a label, not a feature (compared case-insensitively)
