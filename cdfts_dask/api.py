@@ -67,11 +67,13 @@ def cdf_ts(
         to the k-th nearest other point)
     k : neighbours for ``estimator="knn"``, 1 <= k <= n - 1
     method : ``"dense"`` (NumPy oracle), ``"tiled"`` (Dask engine) or ``"auto"``
-        (dense for n <= 2000 unless a client, a worker count or a tile size is given:
-        :meth:`cdfts_dask.params.RunParams.for_points`, shared with ``CDFTS`` and the CLI)
+        (dense for n <= 2000 unless a client, a worker count or a tile size is given, or
+        float32 or the CUDA device is asked for: :meth:`cdfts_dask.params.RunParams.for_points`,
+        shared with ``CDFTS`` and the CLI)
     client : ``distributed.Client``, scheduler address, or None: the session's default client
         when one is open, else an embedded ``LocalCluster`` of ``n_workers`` processes
-    tile_size : points per tile side in the Dask engine (memory per task ~ tile_size^2)
+    tile_size : rows per panel task of the Dask engine (default: from n and the number of
+        workers, 256 to 4096); a task's working set is a few hundred points regardless
     checkpoint : Zarr store path; every complete iteration is written there (a completed
         store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)

@@ -24,10 +24,32 @@ read again, as text, to name the first bad cell (:func:`first_bad_cell`).
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+#: header names that usually hold a label, not a feature (compared case-insensitively)
+LABEL_LIKE_NAMES = ("label", "class", "target", "y", "outlier")
+
+
+def label_like_columns(header: list[str] | None) -> list[str]:
+    """The header's names that look like a label column (:data:`LABEL_LIKE_NAMES`)."""
+    return [name for name in header or [] if name.strip().lower() in LABEL_LIKE_NAMES]
+
+
+def warn_label_like_columns(header: list[str] | None, path, name: str) -> None:
+    """The API transforms every column of a CSV path: say so when one is named like a label (the
+    command line refuses such a file unless told ``--label`` or ``--no-label``)."""
+    for column in label_like_columns(header):
+        warnings.warn(
+            f"{name}: column {column!r} of {str(path)!r} is named like a label and is transformed as a "
+            "feature; drop it first if it is a label",
+            UserWarning,
+            stacklevel=5,
+        )
+
 
 #: cell texts (lower case, stripped) that mean "no value" in common CSV exports
 MISSING_TOKENS = frozenset(

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_points
-from .csv_input import label_index, read_csv_table
+from .csv_input import label_index, read_csv_table, warn_label_like_columns
 
 
 def is_path(obj) -> bool:
@@ -110,7 +110,9 @@ def read_zarr_array(path, name: str = "input") -> np.ndarray:
 def load_points(X, name: str = "X") -> np.ndarray:
     """Materialise any supported input as a validated float64 NumPy array."""
     if is_path(X):
-        X = read_table(X, name=name)[0]
+        path = X
+        X, _, header = read_table(path, name=name)
+        warn_label_like_columns(header, path, name)
     elif hasattr(X, "dask") and hasattr(X, "compute"):
         X = X.compute()
     elif type(X).__module__.startswith("zarr"):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._validation import check_numeric_dtype, check_shape
 from .csv_blocks import csv_blocks, is_large_csv
-from .csv_input import csv_layout
+from .csv_input import csv_layout, warn_label_like_columns
 from .inputs import is_path, open_zarr_array, read_zarr_block
 from .paths import absolute
 
@@ -112,7 +112,9 @@ def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
         )  # fmt: skip
         return LazyInput(blocks, name)
     if is_large_csv(X):
-        blocks = csv_blocks(X, csv_layout(X, None, name), name)
+        layout = csv_layout(X, None, name)
+        warn_label_like_columns(layout.feature_header(), X, name)
+        blocks = csv_blocks(X, layout, name)
         check_shape(tuple(blocks.shape), name, min_rows)
         return LazyInput(blocks, name)
     if isinstance(X, da.Array):

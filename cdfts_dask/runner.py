@@ -284,7 +284,11 @@ def run(
         stop = ckpt.stored_stop(delta, max_iter)  # where this run would stop, if the store already holds it
         result.deltas = ckpt.deltas[: done if stop is None else stop]
         result.resumed_from = done
-        logger.info("resuming %s after iteration %d", checkpoint, done)
+        if stop is None:
+            logger.info("resuming %s after iteration %d", checkpoint, done)
+        else:  # not "resuming after iteration done": nothing runs, iteration stop is returned
+            logger.info("%s already holds iteration %d, where this run stops: nothing to run", checkpoint,
+                        stop)  # fmt: skip
         Xt = method.load_positions(checkpoint, done if stop is None else stop)
         start = done + 1
         if stop is not None:

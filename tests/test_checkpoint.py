@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import subprocess
 import sys
@@ -267,13 +268,17 @@ def test_store_layout_has_a_format_version_and_digests(tmp_path, points):
 # -- resume on a store that holds more, or nothing yet (issue 10, item 12) -----------------------------------
 
 
-def test_resume_with_fewer_iterations_returns_that_iteration_and_says_so(tmp_path, points):
-    """Regression: --resume --max-iter 5 on a store with 8 iterations silently returned all 8."""
+def test_resume_with_fewer_iterations_returns_that_iteration_and_says_so(tmp_path, points, caplog):
+    """Regression: --resume --max-iter 5 on a store with 8 iterations silently returned all 8 (and then
+    logged 'resuming after iteration 8' beside the warning that iteration 5 is returned)."""
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=8, delta=1e-12, method="dense", checkpoint=store)
     with pytest.warns(CheckpointWarning, match=r"holds 8 iterations; this run stops at iteration 5 \(max_it"):
-        Y, info = cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store,
-                         resume=True, return_info=True)  # fmt: skip
+        with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+            Y, info = cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store,
+                             resume=True, return_info=True)  # fmt: skip
+    assert f"{store} already holds iteration 5, where this run stops: nothing to run" in caplog.messages
+    assert not any(m.startswith("resuming") for m in caplog.messages)
     ref = cdf_ts_dense(points, lam=0.2, max_iter=5, delta=1e-12)
     assert info.n_iter == 5 and np.allclose(info.deltas, ref.deltas, atol=1e-12)
     assert np.abs(Y - ref.X).max() <= 1e-9

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -238,3 +239,23 @@ def test_estimator_reads_a_large_csv_chunk_wise(tmp_path, client, small_csv_thre
     np.testing.assert_allclose(client.compute(out).result(), ref, rtol=0, atol=1e-9)
     again = client.compute(est.transform(str(path))).result()
     np.testing.assert_allclose(again, ref, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("large", [False, True])  # read here / block-wise by the workers
+def test_api_warns_when_a_csv_column_is_named_like_a_label(tmp_path, request, large):
+    """The command line refuses such a file unless told --label or --no-label; the API (no label
+    parameter) transforms every column, and now says so (regression: it did silently)."""
+    if large:
+        request.getfixturevalue("small_csv_threshold")
+    X = np.random.default_rng(12).random((60, 3))
+    path = tmp_path / "labelled.csv"
+    _write_csv(path, X, "a,b,Class")
+    message = r"X: column 'Class' of '.*labelled.csv' is named like a label and is transformed as a feature"
+    with pytest.warns(UserWarning, match=message) as record:
+        out = cdfts_dask.cdf_ts(str(path), max_iter=1, method="dense")
+    assert len(record) == 1 and out.shape == (60, 3)
+    _write_csv(path, X, "a,b,c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cdfts_dask.cdf_ts(str(path), max_iter=1, method="dense")
+

@@ -7,7 +7,7 @@ import time
 
 from ..api import cdf_ts
 from ..csv_blocks import csv_blocks, csv_labels, is_large_csv
-from ..csv_input import csv_layout
+from ..csv_input import LABEL_LIKE_NAMES, csv_layout, label_like_columns
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
@@ -45,10 +45,13 @@ def register(sub) -> None:
         choices=["auto", "dense", "tiled"],
         default="auto",
         help=f"dense NumPy oracle, tiled Dask engine, or auto (dense for n <= {DENSE_MAX_N} "
-        "unless a scheduler, worker count or tile size is given)",
+        "unless a scheduler, worker count or tile size is given, or --dtype float32 or --gpu)",
     )
     p.add_argument(
-        "--tile-size", type=int, default=None, help="points per tile side (memory per task ~ tile^2)"
+        "--tile-size",
+        type=int,
+        default=None,
+        help="rows per panel task of the Dask engine (default: from n and the workers, 256 to 4096)",
     )
     add_cluster_arguments(p)
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
@@ -95,18 +98,14 @@ def add_label_arguments(p) -> None:
     )
 
 
-#: header names that usually hold a label, not a feature (compared case-insensitively)
-LABEL_LIKE_NAMES = ("label", "class", "target", "y", "outlier")
-
-
 def check_no_label_column(header: list[str] | None) -> None:
     """Refuse to transform a column named like a label unless the user said what it is."""
-    for name in header or []:
-        if name.strip().lower() in LABEL_LIKE_NAMES:
-            raise ValueError(
-                f"input column {name!r} looks like a label, not a feature: pass --label {name} to pass it "
-                "through untouched, or --no-label to transform it as a feature"
-            )
+    columns = label_like_columns(header)
+    if columns:
+        raise ValueError(
+            f"input column {columns[0]!r} looks like a label, not a feature: pass --label {columns[0]} to "
+            "pass it through untouched, or --no-label to transform it as a feature"
+        )
 
 
 def large_csv_input(args):
