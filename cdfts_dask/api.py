@@ -92,8 +92,8 @@ def cdf_ts(
         ``logging`` configuration sends them
     n_references : sampled fit: fit on this many points drawn uniformly without replacement
         (``random_state``), then transform all n points with the fitted run, O(n s T) work
-        (DESIGN.md section 5; k-NN uses ``k_s = max(1, round(k s / n))``).  None or >= n: exact.
-    random_state : seed of the draw (int, ``numpy.random.RandomState`` or None)
+        (k-NN uses ``k_s = max(1, round(k s / n))``).  None or >= n: exact.
+    random_state : seed of the draw: None, an int in [0, 2**32 - 1] or a ``numpy.random.RandomState``
     security : a ``distributed.security.Security`` (TLS certificates) for the connection to a
         scheduler given by address, and for the embedded cluster (which listens on 127.0.0.1 only)
 
