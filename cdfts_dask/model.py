@@ -87,8 +87,9 @@ class ResidentIteration:
 class CDFTSModel:
     """A completed CDF-TS run: the input range and every iteration's references and statistics.
 
-    Build it with :func:`from_steps` (a fit in memory) or :func:`load` (a
-    checkpoint store of a completed run).  Size: ``T x n_f x (d + 1)`` values.
+    Built by the runner (``keep_model``: each iteration's references and statistics, fetched as it
+    finishes) or by :func:`load` (a checkpoint store of a completed run).  Size: ``T x n_f x (d + 1)``
+    values.
     """
 
     lo: np.ndarray  # lo_0: column minima of the raw fit points
