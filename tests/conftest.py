@@ -41,6 +41,12 @@ simulated_cuda = pytest.mark.skipif(
 )
 
 
+def slow_unless(quick: bool) -> list:
+    """Marks of a parametrized case: none for a case of the quick suite, ``slow`` otherwise (the whole
+    suite runs every case)."""
+    return [] if quick else [pytest.mark.slow]
+
+
 def load_csv(path) -> tuple[np.ndarray, np.ndarray]:
     table = np.loadtxt(path, delimiter=",", skiprows=1)
     return table[:, :-1], table[:, -1].astype(int)

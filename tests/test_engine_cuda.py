@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import simulated_cuda
+from conftest import simulated_cuda, slow_unless
 from points import awkward, blobs, bodies_step, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
@@ -45,7 +45,7 @@ BODY_QUICK = {(21, "epsilon", None), (21, "knn", 5), (2, "knn", 1)}
 @simulated_cuda
 @pytest.mark.parametrize(
     "n,estimator,k",
-    [pytest.param(n, e, k, id=f"{e}-{k}-{n}", marks=[] if (n, e, k) in BODY_QUICK else SLOW)
+    [pytest.param(n, e, k, id=f"{e}-{k}-{n}", marks=slow_unless((n, e, k) in BODY_QUICK))
      for e, k in [("epsilon", None), ("knn", 1), ("knn", 5)] for n in [2, 16, 21, 37, 64]],
 )  # fmt: skip
 def test_simulated_bodies_equal_oracle(cuda, n, estimator, k):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_tiled_equals_oracle
+from conftest import assert_tiled_equals_oracle, slow_unless
 from points import awkward, blobs, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
@@ -16,15 +16,15 @@ SHAPES = [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301
 ESTIMATORS = [("epsilon", None), ("knn", 1), ("knn", "half")]
 
 
-def _quick_or_slow(i: int, j: int) -> list:
+def _quick(i: int, j: int) -> bool:
     """The quick suite runs every shape once (the estimators in turn) and every estimator on the last shape
     (tiles that do not divide n); the whole suite runs all 24 cases."""
-    return [] if i % len(ESTIMATORS) == j or i == len(SHAPES) - 1 else [pytest.mark.slow]
+    return i % len(ESTIMATORS) == j or i == len(SHAPES) - 1
 
 
 @pytest.mark.parametrize(
     "n,tile,estimator,k",
-    [pytest.param(n, tile, e, k, id=f"{e}-{k}-{n}-{tile}", marks=_quick_or_slow(i, j))
+    [pytest.param(n, tile, e, k, id=f"{e}-{k}-{n}-{tile}", marks=slow_unless(_quick(i, j)))
      for j, (e, k) in enumerate(ESTIMATORS) for i, (n, tile) in enumerate(SHAPES)],
 )  # fmt: skip
 def test_tiled_equals_oracle(client, n, tile, estimator, k):

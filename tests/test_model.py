@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import DATA, load_csv, simulated_cuda
+from conftest import DATA, load_csv, simulated_cuda, slow_unless
 
 from cdfts_dask import CDFTS, cdf_ts
 from cdfts_dask import model as fitted
@@ -41,7 +41,7 @@ QUICK = {("epsilon", (100, 1)), ("epsilon-duplicates-constant", (None, 2)),
 @pytest.mark.parametrize(
     "estimator,k,dups,constant,tile,workers",
     [pytest.param(*case.values, *setting, id=f"{setting[0]}-{setting[1]}-{case.id}",
-                  marks=[] if (case.id, setting) in QUICK else pytest.mark.slow)
+                  marks=slow_unless((case.id, setting) in QUICK))
      for setting in SETTINGS for case in CASES],
 )  # fmt: skip
 def test_transform_of_fit_points_equals_fit_transform_tiled(

@@ -6,7 +6,7 @@ import time
 import warnings
 
 from .. import model
-from ..csv_blocks import is_large_csv
+from ..csv_blocks import CSV_ON_WORKERS_BYTES, is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
@@ -58,7 +58,8 @@ def _run(args) -> int:
         if args.scheduler is not None or args.workers is not None:
             warnings.warn(
                 "--scheduler/--workers are not used: this INPUT is read into memory and transformed in this "
-                "process (the workers transform a Zarr INPUT without --label and a CSV of 64 MiB or more)",
+                "process (the workers transform a Zarr INPUT without --label and a CSV of "
+                f"{CSV_ON_WORKERS_BYTES / 2**20:g} MiB or more)",
                 UserWarning,
                 stacklevel=2,
             )

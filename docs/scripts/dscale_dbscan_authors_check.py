@@ -41,7 +41,7 @@ import time
 from functools import partial
 
 import numpy as np
-from good_sets import ONLY, ROOT, clustering_sets
+from good_sets import ONLY, ROOT, clustering_sets, table_header
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
@@ -157,8 +157,7 @@ detail = []
 print("# DScale-DBSCAN against the authors' evaluation code\n")
 print("`python docs/scripts/dscale_dbscan_authors_check.py ../shared/datasets` (n <= 2500, seed-0 subsample;")
 print("best over minpts 2..10, eps step 0.001, lambda 0.1..0.5)\n")
-print("| data | d | paper | " + " | ".join(COLUMNS) + " |")
-print("|---|---|---|" + "---|" * len(COLUMNS))
+table_header("data", "d", "paper", *COLUMNS)
 n_data = 0
 for spec, X, y in clustering_sets():
     n_data += 1
@@ -193,9 +192,8 @@ for spec, X, y in clustering_sets():
 
 print("\nWithin 0.03 of the paper: " + ", ".join(f"{c} {v}/{n_data}" for c, v in met.items()))
 print("\n## The best labelling of `row, F` and the DScale rates q(z) at its lambda\n")
-print("| data | n | d | paper | best | lambda, minpts, eps | clusters | noise points | points taken over "
-      "| q min / median / max | share of points with q < eps |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+table_header("data", "n", "d", "paper", "best", "lambda, minpts, eps", "clusters", "noise points",
+             "points taken over", "q min / median / max", "share of points with q < eps")
 for name, n, d, paper, b, lam, minpts, eps, noise, k, taken, qmin, qmed, qmax, share in detail:
     print(f"| {name} | {n} | {d} | {paper} | {b:.3f} | {lam}, {minpts}, {eps:.3f} | {k} | {noise} | "
           f"{taken} | {qmin:.3f} / {qmed:.3f} / {qmax:.3f} | {share:.2f} |")
@@ -210,8 +208,7 @@ if "3L" in ONLY:
     }
     fine = np.round(np.arange(0.1100, 0.11401, 0.0001), 4)
     print("\n## The authors' worked example (`main.m`: 3L, eta 0.2, minpts 10, eps 0.1124)\n")
-    print("| DScale input | F at eps 0.1124 (ours / evaluate.m) | eps (step 0.0001) where F >= 0.89 |")
-    print("|---|---|---|")
+    table_header("DScale input", "F at eps 0.1124 (ours / evaluate.m)", "eps (step 0.0001) where F >= 0.89")
     for name, D in views.items():
         labels = dbscan_matrix(D, 0.1124, 10)
         good = [e for e in fine if f_measure(y, dbscan_matrix(D, float(e), 10)) >= 0.89]

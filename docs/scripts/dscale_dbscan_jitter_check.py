@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from good_sets import clustering_sets
+from good_sets import clustering_sets, table_header
 
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.paper import paper_value
@@ -36,8 +36,7 @@ tic = time.perf_counter()
 print("# DScale-DBSCAN (`Mdbscan.m`) on slightly perturbed data\n")
 print("`python docs/scripts/dscale_dbscan_jitter_check.py ../shared/datasets` (n <= 2500, seed-0 subsample;")
 print("noise of scale x each column's range, seed 1; the search at the unperturbed best lambda)\n")
-print("| data | paper | lambda | unperturbed (minpts, eps) | " + " | ".join(f"{s:g}" for s in SCALES) + " |")
-print("|---|---|---|---|" + "---|" * len(SCALES))
+table_header("data", "paper", "lambda", "unperturbed (minpts, eps)", *(f"{s:g}" for s in SCALES))
 for spec, X, y in clustering_sets():
     runs = {lam: best(X, y, lam) for lam in LAMBDAS}
     lam = max(LAMBDAS, key=lambda lam: runs[lam][0])

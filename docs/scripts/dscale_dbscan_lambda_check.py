@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from good_sets import ONLY, clustering_sets
+from good_sets import ONLY, clustering_sets, table_header
 
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
 from cdfts_dask.evaluation.mdbscan import dbscan_matrix
@@ -35,8 +35,7 @@ met = dict.fromkeys(LAMBDAS, 0)
 print("# DScale-DBSCAN (`Mdbscan.m`) per lambda\n")
 print("`python docs/scripts/dscale_dbscan_lambda_check.py ../shared/datasets`"
       " (n <= 2500, seed-0 subsample; each cell: best F (minpts, eps; clusters, noise points))\n")
-print("| data | paper | " + " | ".join(f"lambda {lam}" for lam in LAMBDAS) + " |")
-print("|---|---|" + "---|" * len(LAMBDAS))
+table_header("data", "paper", *(f"lambda {lam}" for lam in LAMBDAS))
 n_data = 0
 for spec, X, y in clustering_sets():
     n_data += 1
@@ -63,8 +62,7 @@ for line in RECORDS.read_text().splitlines():
         scores[(r["dataset"], r["algorithm"])][r["tparam"]] = r["score"]
 ALGORITHMS = ("DBSCAN", "DP", "EC", "LGD")
 print("\n## Lambdas at which each DScale algorithm is within 0.03 of the paper (records.jsonl)\n")
-print("| data | " + " | ".join(ALGORITHMS) + " | all four |")
-print("|---|" + "---|" * (len(ALGORITHMS) + 1))
+table_header("data", *ALGORITHMS, "all four")
 for name in sorted({d for d, _ in scores}):
     ok = []
     for alg in ALGORITHMS:

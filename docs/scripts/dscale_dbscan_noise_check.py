@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from good_sets import clustering_sets
+from good_sets import clustering_sets, table_header
 
 from cdfts_dask.evaluation.dp import density_all, neighbour_order
 from cdfts_dask.evaluation.grids import LAMBDAS, ClusteringGrid
@@ -61,8 +61,7 @@ tic = time.perf_counter()
 met = dict.fromkeys(COLUMNS, 0)
 print("# DScale-DBSCAN (`Mdbscan.m`) without the noise-free labellings\n")
 print("`python docs/scripts/dscale_dbscan_noise_check.py ../shared/datasets` (n <= 2500, seed-0 subsample)\n")
-print("| data | paper | " + " | ".join(COLUMNS) + " |")
-print("|---|---|" + "---|" * len(COLUMNS))
+table_header("data", "paper", *COLUMNS)
 n_data = 0
 for spec, X, y in clustering_sets():
     n_data += 1

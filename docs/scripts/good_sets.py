@@ -27,3 +27,9 @@ def clustering_sets(max_n: int = 2500) -> Iterator[tuple[DatasetSpec, np.ndarray
             X, y = load_labelled(spec.path, spec.label)
             X, y = subsample(X, y, max_n)
             yield spec, X, y
+
+
+def table_header(*columns: str) -> None:
+    """Print a Markdown table's header row and its rule (the studies print their tables row by row)."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
