@@ -1,4 +1,5 @@
-"""The project's metadata agrees with itself: one Python floor in pyproject, ruff, README and CI."""
+"""The project's metadata agrees with itself: one Python floor in pyproject, ruff, README and CI; the GPU
+figures script cannot pass for a GPU run where the GPU was not used."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT, cli_env
+from conftest import HAS_GPU, ROOT, cli_env
 
 
 def _floor() -> tuple[int, int]:
@@ -47,3 +48,19 @@ def test_the_package_imports_its_heavy_dependencies_on_first_use():
 
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         cdfts_dask.nope  # noqa: B018
+
+
+@pytest.mark.skipif(HAS_GPU, reason="on a GPU host the GPU tests run for real and the stage passes")
+def test_gpu_figures_fails_when_the_gpu_tests_skip(tmp_path):
+    """docs/scripts/gpu_figures.sh's ``tests`` stage: without a usable GPU every ``gpu`` test skips, and
+    the stage (and the script's exit status) says so instead of reporting a pass."""
+    out = tmp_path / "figures"
+    env = cli_env() | {"OUT": str(out), "KIT": str(tmp_path / "no-kit"), "SITE": str(tmp_path / "site")}
+    env["PYTHON"] = sys.executable
+    res = subprocess.run(
+        ["bash", "docs/scripts/gpu_figures.sh", "tests"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert res.returncode == 1, res.stdout + res.stderr  # one failed stage
+    log = (out / "tests.log").read_text()
+    assert re.search(r"\d+ skipped", log) and "this was not a real-GPU run" in log
+    assert "== tests: exit 1" in log

@@ -10,13 +10,17 @@ normalised points (``cdfts_dask.bench.data``):
   points), with the CPU seconds it used (its OpenMP threads);
 * times the tiled engine's iteration on a fresh local cluster of
   ``--workers`` single-threaded worker processes (``bench.engine_iteration``,
-  the figure ``cdfts bench`` prints), with the workers' CPU seconds;
+  the figure ``cdfts bench`` prints), with the workers' CPU seconds; with
+  ``--device cuda``, on ``--workers`` GPUs (one dask-cuda worker each), beside
+  KeOps on the same GPU (KeOps takes and returns NumPy arrays, so its figure
+  includes copying the points to the device and the results back);
 * checks both against the dense oracle's iteration where n <= ``--check-max``
   (largest coordinate difference; the engine's neighbourhoods are exact, KeOps
   tests ``T - sq >= 0`` on its own float sums).
 
     python docs/scripts/keops_peer_bench.py --sizes 7200,20000 -d 6 --repeat 3
     python docs/scripts/keops_peer_bench.py --sizes 100000 -d 8 --repeat 1 --check-max 0
+    python docs/scripts/keops_peer_bench.py --device cuda --workers 1 --sizes 20000,100000 -d 8
 
 ``x_peer`` is KeOps' seconds over the engine's (above 1: the engine is faster).
 """
@@ -61,21 +65,30 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--check-max", type=int, default=20000, help="largest n checked against the oracle")
     p.add_argument("--peer", type=Path, default=PEER, help="path of keops_cdfts.py")
+    p.add_argument(
+        "--device", default="cpu", choices=["cpu", "cuda"],
+        help="the engine's device (cuda: --workers counts GPUs; KeOps uses the GPU when it finds one)",
+    )
     a = p.parse_args()
     keops_step = load_peer(a.peer)
-    print(f"cores {os.cpu_count()}, engine on {a.workers} single-threaded workers, {a.dtype}, lam {a.lam}")
+    where = f"{a.workers} GPU(s)" if a.device == "cuda" else f"{a.workers} single-threaded workers"
+    print(f"cores {os.cpu_count()}, engine on {where}, {a.dtype}, lam {a.lam}")
     print("       n   d   keops_s  keops_cpu  engine_s  engine_cpu  x_peer  keops_err  engine_err")
     for n in (int(s) for s in a.sizes.split(",")):
         X = bench.data(n, a.d)
         Xp = X.astype(a.dtype)
         keops_step(Xp[:300], a.lam)  # KeOps compiles its reductions once per dtype and d
         keops = min(timed_cpu(lambda Xp=Xp: keops_step(Xp, a.lam)) for _ in range(a.repeat))
-        engine = bench.engine_iteration(X, a.workers, a.dtype, a.lam, "epsilon", None, a.repeat)
+        engine = bench.engine_iteration(
+            X, a.workers, a.dtype, a.lam, "epsilon", None, a.repeat, device=a.device
+        )
         errors = ["-", "-"]
         if n <= a.check_max:
             ref = oracle.cdf_ts_step(X, a.lam, "epsilon", None).X
             errors[0] = f"{np.abs(keops_step(Xp, a.lam) - ref).max():.1e}"
-            out = cdf_ts(X, lam=a.lam, method="tiled", n_workers=a.workers, max_iter=1, dtype=a.dtype)
+            out = cdf_ts(
+                X, lam=a.lam, method="tiled", n_workers=a.workers, max_iter=1, dtype=a.dtype, backend=a.device
+            )
             errors[1] = f"{np.abs(out - ref).max():.1e}"
         print(
             f"{n:8d} {a.d:3d} {keops[0]:9.3f} {keops[1]:10.2f} {engine[0]:9.3f} {engine[3]:11.2f}"

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Take the GPU figures of docs/BENCHMARKS.md on a CUDA host, in the repository root:
+#
+#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests bench peer (default: all four)
+#
+# * env   : nvidia-smi, the Python and package versions, what the CUDA device sees;
+# * tests : the real-GPU tests (`pytest -m gpu tests/test_engine_cuda.py`);
+# * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
+#           every visible GPU where there are several;
+# * peer  : KeOps (../shared/peers/keops_cdfts.py, or the kit's copy) beside the engine on the GPU,
+#           same points, one process (docs/scripts/keops_peer_bench.py --device cuda).
+#
+# Each stage writes its log under $OUT (default ./gpu-figures) and keeps going after a failing stage;
+# the exit status is the number of failed stages.  Where the host cannot reach a package index, run
+# docs/scripts/gpu_kit.sh on a machine that can and bring .gpu-kit/ along: its wheels are installed
+# into $SITE first (nothing is installed into the host's own environment).
+#
+# Environment: OUT, KIT (default .gpu-kit), SITE (where the kit goes, default /tmp/site), PYTHON
+# (default python3), SIZES (default 1e5,1e6), PEER_SIZES (default 20000,100000).
+set -uo pipefail
+
+out=${OUT:-gpu-figures}
+kit=${KIT:-.gpu-kit}
+site=${SITE:-/tmp/site}
+python=${PYTHON:-python3}
+sizes=${SIZES:-1e5,1e6}
+peer_sizes=${PEER_SIZES:-20000,100000}
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(env tests bench peer)
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+if [ -d "$kit/wheels" ] && [ ! -f "$site/.cdfts-kit" ]; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$site" "$kit"/wheels/*.whl || { echo "gpu_figures: installing $kit failed" >&2; exit 99; }
+    touch "$site/.cdfts-kit"
+fi
+[ -d "$site" ] && export PYTHONPATH="$PYTHONPATH:$site"
+
+gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+peer_file=../shared/peers/keops_cdfts.py
+[ -f "$peer_file" ] || peer_file="$kit/keops_cdfts.py"
+
+stage_env() {
+    nvidia-smi
+    "$python" - <<'EOF'
+import importlib, platform
+print("python", platform.python_version())
+for name in ["numpy", "numba", "numba_cuda", "cupy", "dask", "distributed", "dask_cuda", "zarr", "pykeops"]:
+    try:
+        print(f"{name:12s}", getattr(importlib.import_module(name), "__version__", "?"))
+    except Exception as error:  # noqa: BLE001 - report every missing piece, then go on
+        print(f"{name:12s} missing: {error}")
+try:
+    from numba import cuda
+
+    print("numba.cuda sees", [g.name for g in cuda.gpus], "simulator", cuda.simulator_active)
+except Exception as error:  # noqa: BLE001
+    print("numba.cuda sees no GPU:", error)
+EOF
+}
+
+stage_tests() {
+    # -rs names every skipped test: a skip here means the GPU was not used, which fails the stage
+    "$python" -m pytest -q -rs -p no:cacheprovider -m gpu tests/test_engine_cuda.py | tee /tmp/gpu_tests.$$
+    local status=${PIPESTATUS[0]}
+    if grep -q "skipped" /tmp/gpu_tests.$$; then
+        echo "gpu_figures: GPU tests were skipped: this was not a real-GPU run" >&2
+        status=1
+    fi
+    rm -f /tmp/gpu_tests.$$
+    return "$status"
+}
+
+stage_bench() {
+    local status=0
+    "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
+        --oracle-max 0 --repeat 2 || status=1
+    if [ "$gpus" -gt 1 ]; then
+        "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "1,$gpus" \
+            --oracle-max 0 --repeat 2 || status=1
+    fi
+    return $status
+}
+
+stage_peer() {
+    local status=0
+    for dtype in float64 float32; do
+        "$python" docs/scripts/keops_peer_bench.py --device cuda --workers 1 --sizes "$peer_sizes" -d 8 \
+            --dtype "$dtype" --repeat 2 --check-max 20000 --peer "$peer_file" || status=1
+    done
+    return $status
+}
+
+failed=0
+for stage in "${stages[@]}"; do
+    echo "== $stage ($(date -u +%H:%M:%S))"
+    start=$SECONDS
+    "stage_$stage" 2>&1 | tee "$out/$stage.log"
+    status=${PIPESTATUS[0]}
+    echo "== $stage: exit $status, $((SECONDS - start)) s" | tee -a "$out/$stage.log"
+    [ "$status" -eq 0 ] || failed=$((failed + 1))
+done
+exit $failed
