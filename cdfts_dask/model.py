@@ -1,4 +1,4 @@
-"""A fitted CDF-TS run as a model: replay its T iterations on any points (DESIGN.md section 5).
+"""A fitted CDF-TS run as a model: replay its T iterations on any points.
 
 A run on fit points F (n_f x d) keeps, for the initial normalisation, the
 column range ``lo_0, hi_0`` of the raw F and, for every iteration t = 1..T,

@@ -1,7 +1,7 @@
 """The sampled fit's references: s of the n input points drawn uniformly without replacement.
 
 CDF-TS fitted on s references costs O(s^2 T) and transforms all n points in
-O(n s T) (DESIGN.md section 5).  ``s >= n`` is the exact algorithm (no
+O(n s T).  ``s >= n`` is the exact algorithm (no
 sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))``
 (at most s - 1) so that the neighbourhood covers the same share of the data.
 """

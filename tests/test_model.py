@@ -1,4 +1,4 @@
-"""A fitted run is a model (DESIGN.md section 5): out-of-sample transform, stores, ``cdfts apply``."""
+"""A fitted run is a model (../shared/DESIGN.md section 5): out-of-sample transform, stores, apply."""
 
 from __future__ import annotations
 

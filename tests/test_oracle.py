@@ -11,7 +11,7 @@ from conftest import DATA, load_csv
 from cdfts_dask import cdf_ts, dscale, rescale
 from cdfts_dask.oracle import cdf_ts_dense, cdf_ts_step, neighbourhood, pairwise_distances
 
-SYN_DELTAS = [0.16476, 0.03125, 0.01524, 0.01092, 0.00864]  # DESIGN.md section 1, authors' code
+SYN_DELTAS = [0.16476, 0.03125, 0.01524, 0.01092, 0.00864]  # ../shared/DESIGN.md section 1, authors' code
 
 
 def test_syn_delta_sequence_matches_reference_code(syn):

@@ -23,9 +23,9 @@ def register(sub) -> None:
         "store of an earlier `cdfts transform`) on the points in INPUT and write them to OUTPUT. Rows are "
         "transformed independently; points outside the fitted data's range may land outside [0, 1]. "
         "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr; a Zarr INPUT without --label and a CSV "
-        "INPUT of 64 MiB or more are read, and a Zarr OUTPUT without labels written, chunk by chunk by the "
-        "Dask workers. A label column named by --label is "
-        "passed through untouched (written as the last column of a CSV output).",
+        f"INPUT of {CSV_ON_WORKERS_BYTES / 2**20:g} MiB or more are read, and a Zarr OUTPUT without labels "
+        "written, chunk by chunk by the Dask workers. A label column named by --label is passed through "
+        "untouched (written as the last column of a CSV output).",
         formatter_class=HelpFormatter,
     )
     p.add_argument("model", help="checkpoint store (.zarr) of a completed `cdfts transform --checkpoint` run")
