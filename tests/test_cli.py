@@ -150,6 +150,18 @@ def test_missing_optional_dependency_is_one_line(monkeypatch, capsys):
     assert "pip install '.[eval]' in the cdfts-dask checkout" in err[0]  # the package is on no index
 
 
+def test_missing_gpu_dependency_names_both_gpu_extras(monkeypatch, capsys):
+    """`cdfts transform --gpu` without dask-cuda names the CUDA 12 and the CUDA 13 extra, in one line."""
+    from cdfts_dask.cli import main
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # import of dask_cuda now fails
+    code = main(["transform", str(DATA / "3L.csv"), "unused.csv", "--label", "label", "--gpu", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "needs the optional package 'dask_cuda'" in err[0]
+    assert "pip install '.[gpu]' in the cdfts-dask checkout ('.[gpu-cu13]' for CUDA 13)" in err[0]
+
+
 @pytest.mark.parametrize(
     "command,flags,message",
     [(command, flags, message) for command in ("transform", "apply") for flags, message in [

@@ -92,10 +92,12 @@ def run_command(args, prog: str | None = None) -> int:
             warnings.showwarning = _one_line_warning  # restored on exit
             return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:  # an optional dependency of this sub-command
-        extra = "gpu" if exc.name in ("cupy", "dask_cuda") else "eval"
+        gpu = exc.name in ("cupy", "dask_cuda")
+        extra = "gpu" if gpu else "eval"
         print(
             f"{prog}: error: needs the optional package {exc.name!r}; "
-            f"install the {extra!r} extra: pip install '.[{extra}]' in the cdfts-dask checkout",
+            f"install the {extra!r} extra: pip install '.[{extra}]' in the cdfts-dask checkout"
+            + (" ('.[gpu-cu13]' for CUDA 13)" if gpu else ""),
             file=sys.stderr,
         )
         return 2
