@@ -81,7 +81,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
     tile_count = tile_points(size * d + 8, threads, shared_bytes)  # coordinates, an int64 hit count
     tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes)  # + T (float64), 5 constants
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def sq_exact(P, z, Y, y):
         """float64 ``||P[z] - Y[y]||^2``, column by column, no FMA: the oracle's value."""
         acc = 0.0
@@ -90,7 +90,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             acc += mul_rn(diff, diff)
         return acc
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def sq_tile(tile, t, Y, y):
         """``sq`` in the working dtype between tile point t (shared memory) and Y[y]."""
         if exact_work:
@@ -105,7 +105,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             acc += diff * diff
         return acc
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def load_tile(tile, X, j0, tid):
         """Thread tid copies point j0 + tid (when it exists and tid < the tile size) into the shared tile."""
         if tid < tile.shape[0] and j0 + tid < X.shape[0]:
