@@ -119,7 +119,7 @@ def core_capacity(client, seconds: float = 0.5) -> float:
 
     Equals the worker count on an idle machine; less when other processes share the cores.
     """
-    addresses = sorted(client.scheduler_info()["workers"])
+    addresses = sorted(client.nthreads())  # every worker (scheduler_info() may list only 5)
     tic = time.perf_counter()
     futures = [client.submit(_busy, seconds, workers=[a], pure=False) for a in addresses]
     cpu = sum(client.gather(futures))

@@ -147,3 +147,59 @@ def test_gpu_device_end_to_end(dtype, estimator, k, tmp_path):
                  checkpoint=tmp_path / "run.zarr")  # fmt: skip
     assert isinstance(out, np.ndarray)
     assert np.abs(out - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-5)
+
+
+def _record_static_shared(monkeypatch) -> list:
+    """The simulator's per-block shared memory (one ``FakeCUDAShared`` per simulated block; its
+    ``_allocations`` are the block's ``cuda.shared.array`` call sites) of every launch from now on."""
+    from numba.cuda.simulator.kernelapi import FakeCUDAShared
+
+    blocks: list = []
+    init = FakeCUDAShared.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        blocks.append(self)
+
+    monkeypatch.setattr(FakeCUDAShared, "__init__", recording)
+    return blocks
+
+
+@simulated_cuda
+def test_simulated_kernels_fit_static_shared_memory(monkeypatch):
+    """d = 64 in float64 with 128-thread blocks: one tile of 128 points would be 64 KiB of shared memory,
+    past the 48 KiB a kernel may declare statically (ptxas: "uses too much shared data (..., 0xc000 max)";
+    the simulator does not check).  Every block stays within 48 KiB, and the bodies still equal the oracle."""
+    from cdfts_dask.engine import cuda
+
+    blocks = _record_static_shared(monkeypatch)
+    X = normalised(awkward(20, 64, seed=4))
+    ref = oracle.cdf_ts_step(X, 0.3, "epsilon", None)
+    m, stats, Xn, _ = bodies_step(cuda, X, 0.3, "epsilon", None, parts=1, rows=20)
+    used = [sum(a.nbytes for a in b._allocations.values()) for b in blocks]
+    assert len(used) >= 3 and min(used) > 0  # diameter, counts, shift
+    assert max(used) <= 48 * 1024, used
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts)
+    assert np.abs(Xn - ref.X).max() <= 1e-9
+
+
+@simulated_cuda
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_simulated_tiles_smaller_than_blocks_equal_oracle(cuda, monkeypatch, dtype):
+    """Tiles of fewer points than threads (as high d makes them): 360 bytes of shared memory give tiles of
+    15, 11 and 5 points (float64 diameter, counts, shift) to blocks of 16 threads, none dividing n = 21."""
+    monkeypatch.setattr(cuda_kernels, "STATIC_SHARED_BYTES", 360)
+    X = normalised(awkward(21, 3, seed=21))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.2, "epsilon", None)
+    m, stats, Xn, _ = bodies_step(cuda, X, 0.2, "epsilon", None, dtype=dtype, parts=2, rows=7)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts)
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+def test_tile_points_within_static_shared_memory():
+    assert cuda_kernels.tile_points(8 * 4, 128) == 128
+    assert cuda_kernels.tile_points(8 * 64 + 48, 128) == 87
+    with pytest.raises(ValueError, match="d: one point needs"):
+        cuda_kernels.tile_points(8 * 7000, 128)

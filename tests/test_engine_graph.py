@@ -178,3 +178,32 @@ def test_memory_per_task_is_bounded_by_the_panel(estimator, k):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 2_000_000, peak
+
+
+def test_every_worker_counts_when_scheduler_info_lists_only_some(client, monkeypatch):
+    """distributed 2025.x-2026.6 ``scheduler_info()`` listed at most 5 workers by default (an 8-GPU
+    LocalCUDACluster would have run on 5): emulated here by a ``scheduler_info`` that lists one of the two
+    workers.  The engine still sizes its panels for both (2048 rows, 2 threads: 8 panels of 256, not 4 of
+    512) and places them round-robin on both."""
+    real = client.scheduler_info
+
+    def first_worker_only(*args, **kwargs):
+        info = dict(real(*args, **kwargs))
+        first = sorted(info["workers"])[:1]
+        info["workers"] = {w: info["workers"][w] for w in first}
+        return info
+
+    monkeypatch.setattr(client, "scheduler_info", first_worker_only)
+    engine = TiledEngine(client)
+    seen: list = []
+    X = normalised(blobs(2048, 2, seed=5))
+    st = engine.step(engine.put(X), 2048, 2, 0.1, "epsilon", None, watch=seen.extend)
+    st.X.result()
+    shifted = [f for f in seen if str(f.key).startswith("shift_part")]
+    assert len(shifted) == 8
+
+    def restrictions(dask_scheduler, keys):
+        return sorted({w for k in keys for w in dask_scheduler.tasks[k].worker_restrictions or ()})
+
+    restricted = client.run_on_scheduler(restrictions, keys=[f.key for f in shifted])
+    assert restricted == sorted(client.nthreads())

@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from ..normalise import column_span
-from .cuda_kernels import SIMULATOR, kernels
+from . import cuda_kernels
+from .cuda_kernels import SIMULATOR
 from .plan import ShiftPlan, chunks, guard_band, triangle_panels
 
 if SIMULATOR:
@@ -38,6 +39,12 @@ KNN_PANEL_BYTES = 256 * 2**20
 
 def _blocks(rows: int) -> int:
     return max(1, math.ceil(rows / THREADS))
+
+
+def _kernels(d: int, dtype) -> tuple:
+    """``(max_sq, count_upper, sq_rows, shift_sums)`` for blocks of :data:`THREADS` threads (compiled
+    once per process and signature; tiles within the static shared-memory limit)."""
+    return cuda_kernels.kernels(d, str(dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
 
 
 def prepare(X, dtype: str):
@@ -62,7 +69,7 @@ def diameter_part(X, part: int, parts: int) -> float:
         return 0.0
     a, b = spans[part]
     out = xp.zeros(b - a)
-    max_sq = kernels(d, str(X.dtype), THREADS)[0]
+    max_sq = _kernels(d, X.dtype)[0]
     max_sq[_blocks(b - a), THREADS](X, a, b, out)
     return float(out.max())
 
@@ -72,7 +79,7 @@ def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
     n, d = X.shape
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     counts = xp.zeros(n, dtype=np.int64)
-    count_upper = kernels(d, str(X.dtype), THREADS)[1]
+    count_upper = _kernels(d, X.dtype)[1]
     count_upper[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
     return to_host(counts)
 
@@ -85,7 +92,7 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     the oracle's k-th neighbour, as sqrt is monotone.
     """
     n, d = X.shape
-    sq_rows = kernels(d, str(X.dtype), THREADS)[2]
+    sq_rows = _kernels(d, X.dtype)[2]
     out = np.empty(b - a)
     for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
         sq = xp.empty((hi - lo, n))
@@ -105,7 +112,7 @@ def shift_sums(P, Y, plan: ShiftPlan):
     n_ref, d = P.shape
     A = xp.zeros(Y.shape[0])
     B = xp.zeros((Y.shape[0], d))
-    kern = kernels(d, str(P.dtype), THREADS)[3]
+    kern = _kernels(d, P.dtype)[3]
     coef = [xp.asarray(v) for v in (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm)]
     kern[_blocks(Y.shape[0]), THREADS](P, xp.ascontiguousarray(Y), *coef, A, B)
     return A / n_ref, B / n_ref

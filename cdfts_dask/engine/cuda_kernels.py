@@ -1,8 +1,8 @@
 """numba-cuda kernels of the CUDA device (run by :mod:`cdfts_dask.engine.cuda`).
 
 Each thread owns one row (a point z of the reference pass, or a target y of
-the shift pass) and sweeps the other points in tiles of ``threads`` points
-that the block stages in shared memory; per-row results stay in registers.
+the shift pass) and sweeps the other points in tiles of (up to) ``threads``
+points that the block stages in shared memory; per-row results stay in registers.
 
 Exactness.  NVVM contracts ``acc + x * y`` into one FMA unless told not to,
 which would change ``sq`` in its last bits; every float64 ``sq`` that decides
@@ -18,6 +18,13 @@ The same kernels run under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)
 on NumPy arrays, where ``dmul_rn`` is plain IEEE multiplication, the same
 value.  Kernels are built per (d, dtype, threads): shared and local arrays
 need their sizes at compile time.
+
+Shared memory.  A kernel may declare at most 48 KiB of static shared memory
+(``cuda.shared.array``; ptxas rejects more: "uses too much shared data
+(..., 0xc000 max)"), and the simulator does not check.  A tile therefore holds
+``min(threads, what fits)`` points (:func:`tile_points`): 128 points of
+float64 up to d = 42, fewer above; the block still has ``threads`` threads
+(rows), the first ``tile`` of them load the tile.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from numba import cuda
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+#: the most static shared memory one kernel may declare (CUDA: 48 KiB on every architecture)
+STATIC_SHARED_BYTES = 48 * 1024
 
 if SIMULATOR:
 
@@ -47,16 +56,32 @@ else:
         return libdevice.dmul_rn(x, y)
 
 
+def tile_points(point_bytes: int, threads: int, shared_bytes: int = STATIC_SHARED_BYTES) -> int:
+    """Points per shared-memory tile: at most ``threads``, and no more than fit in ``shared_bytes``
+    at ``point_bytes`` each (the tile's coordinates and per-point constants)."""
+    if point_bytes > shared_bytes:
+        raise ValueError(
+            f"d: one point needs {point_bytes} bytes of shared memory, more than the {shared_bytes} a CUDA "
+            "kernel may declare; use the cpu backend for data of this dimension"
+        )
+    return min(threads, shared_bytes // point_bytes)
+
+
 @functools.cache
-def kernels(d: int, dtype: str, threads: int):
-    """The kernels for points of dimension d in ``dtype``, blocks of ``threads`` threads (= tile size)."""
+def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
+    """The kernels for points of dimension d in ``dtype``, blocks of ``threads`` threads; shared-memory
+    tiles of at most ``threads`` points, within ``shared_bytes`` per kernel (:func:`tile_points`)."""
     work = np.dtype(dtype)
     exact_work = work == np.float64
     from numba import float32, float64, int64
 
     wt = float64 if exact_work else float32
+    size = work.itemsize
+    tile_max = tile_points(8 * d, threads, shared_bytes)  # float64 coordinates
+    tile_count = tile_points(size * d + 8, threads, shared_bytes)  # coordinates, an int64 hit count
+    tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes)  # + T (float64), 5 constants
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def sq_exact(P, z, Y, y):
         """float64 ``||P[z] - Y[y]||^2``, column by column, no FMA: the oracle's value."""
         acc = 0.0
@@ -65,7 +90,7 @@ def kernels(d: int, dtype: str, threads: int):
             acc += mul_rn(diff, diff)
         return acc
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def sq_tile(tile, t, Y, y):
         """``sq`` in the working dtype between tile point t (shared memory) and Y[y]."""
         if exact_work:
@@ -80,10 +105,10 @@ def kernels(d: int, dtype: str, threads: int):
             acc += diff * diff
         return acc
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True, inline="always")
     def load_tile(tile, X, j0, tid):
-        """Thread tid copies point j0 + tid (when it exists) into the shared tile."""
-        if j0 + tid < X.shape[0]:
+        """Thread tid copies point j0 + tid (when it exists and tid < the tile size) into the shared tile."""
+        if tid < tile.shape[0] and j0 + tid < X.shape[0]:
             for j in range(d):
                 tile[tid, j] = X[j0 + tid, j]
 
@@ -94,13 +119,13 @@ def kernels(d: int, dtype: str, threads: int):
         tid = cuda.threadIdx.x
         first = a + cuda.blockIdx.x * threads
         i = first + tid
-        tile = cuda.shared.array((threads, d), float64)
+        tile = cuda.shared.array((tile_max, d), float64)
         best = 0.0
-        for j0 in range(first, n, threads):
+        for j0 in range(first, n, tile_max):
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
-                for t in range(min(threads, n - j0)):
+                for t in range(min(tile_max, n - j0)):
                     if j0 + t > i:
                         acc = 0.0
                         for j in range(d):
@@ -122,15 +147,16 @@ def kernels(d: int, dtype: str, threads: int):
         tid = cuda.threadIdx.x
         first = a + cuda.blockIdx.x * threads
         i = first + tid
-        tile = cuda.shared.array((threads, d), wt)
-        hits = cuda.shared.array(threads, int64)
+        tile = cuda.shared.array((tile_count, d), wt)
+        hits = cuda.shared.array(tile_count, int64)
         own = 0
-        for j0 in range(first, n, threads):
-            hits[tid] = 0
+        for j0 in range(first, n, tile_count):
+            if tid < tile_count:
+                hits[tid] = 0
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
-                for t in range(min(threads, n - j0)):
+                for t in range(min(tile_count, n - j0)):
                     if j0 + t > i:
                         v = sq_tile(tile, t, X, i)
                         inside = v <= Tlo
@@ -140,7 +166,7 @@ def kernels(d: int, dtype: str, threads: int):
                             own += 1
                             cuda.atomic.add(hits, t, 1)
             cuda.syncthreads()
-            if j0 + tid < n and hits[tid] > 0:
+            if tid < tile_count and j0 + tid < n and hits[tid] > 0:
                 cuda.atomic.add(counts, j0 + tid, hits[tid])
             cuda.syncthreads()
         if i < b:
@@ -167,22 +193,22 @@ def kernels(d: int, dtype: str, threads: int):
         tid = cuda.threadIdx.x
         y = cuda.blockIdx.x * threads + tid
         live = y < Y.shape[0]
-        tile = cuda.shared.array((threads, d), wt)
-        t_T = cuda.shared.array(threads, float64)
-        t_lo = cuda.shared.array(threads, wt)
-        t_hi = cuda.shared.array(threads, wt)
-        t_rin = cuda.shared.array(threads, wt)
-        t_a = cuda.shared.array(threads, wt)
-        t_bm = cuda.shared.array(threads, wt)
+        tile = cuda.shared.array((tile_shift, d), wt)
+        t_T = cuda.shared.array(tile_shift, float64)
+        t_lo = cuda.shared.array(tile_shift, wt)
+        t_hi = cuda.shared.array(tile_shift, wt)
+        t_rin = cuda.shared.array(tile_shift, wt)
+        t_a = cuda.shared.array(tile_shift, wt)
+        t_bm = cuda.shared.array(tile_shift, wt)
         acc = cuda.local.array(d, float64)
         for j in range(d):
             acc[j] = 0.0
         total = 0.0
         one = wt(1.0)
-        for z0 in range(0, n_ref, threads):
+        for z0 in range(0, n_ref, tile_shift):
             z = z0 + tid
             load_tile(tile, P, z0, tid)
-            if z < n_ref:
+            if tid < tile_shift and z < n_ref:
                 t_T[tid] = T[z]
                 t_lo[tid] = Tlo[z]
                 t_hi[tid] = Thi[z]
@@ -191,7 +217,7 @@ def kernels(d: int, dtype: str, threads: int):
                 t_bm[tid] = cbm[z]
             cuda.syncthreads()
             if live:
-                for t in range(min(threads, n_ref - z0)):
+                for t in range(min(tile_shift, n_ref - z0)):
                     v = sq_tile(tile, t, Y, y)
                     if v == 0:
                         rho = one

@@ -65,6 +65,16 @@ def narrow(client, func, futures: list, fan_in: int = FAN_IN) -> list:
     return futures
 
 
+def worker_threads(client) -> dict[str, int]:
+    """``{address: threads}`` of every worker of the cluster.
+
+    ``Client.nthreads()``, not ``scheduler_info()["workers"]``: from distributed 2025.x (#9045) until
+    #9308 (2026) ``scheduler_info()`` returned at most 5 workers by default, so an 8-GPU
+    ``LocalCUDACluster`` would have had its panels placed on 5 GPUs only.
+    """
+    return dict(client.nthreads())
+
+
 def _max(*values: float) -> float:
     return max(values)
 
@@ -153,7 +163,7 @@ class TiledEngine:
         """
         tic = time.perf_counter()
         c, dev, dtype = self.client, self.tasks, self.dtype
-        workers = c.scheduler_info()["workers"]
+        workers = worker_threads(c)
         addresses = sorted(workers) or [None]
 
         def on(i: int) -> dict:
@@ -162,7 +172,7 @@ class TiledEngine:
             addr = addresses[i % len(addresses)]
             return {} if addr is None else {"workers": [addr], "allow_other_workers": True}
 
-        threads = max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+        threads = max(1, sum(workers.values()))
         rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, threads)
         parts = chunks(0, n, rows)
         dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else threads
