@@ -1,19 +1,31 @@
-"""Compile the CUDA device's kernels to PTX without a GPU and count the FMA instructions.
+"""Compile the CUDA device's kernels for an H100 without a GPU: count the FMA instructions in the PTX,
+and assemble it with ptxas for the registers and shared memory each kernel takes.
 
-    pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12   # NVVM and NVRTC, no driver needed
-    NUMBA_ENABLE_CUDASIM=0 python docs/scripts/cuda_ptx_check.py
+    pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12   # NVVM, NVRTC and ptxas, no driver needed
+    NUMBA_ENABLE_CUDASIM=0 python docs/scripts/cuda_ptx_check.py [--dims 4,8,64]
 
 numba-cuda asks the current device for its compute capability when it
 compiles a device function; with no GPU this script answers sm_90 (H100).
 The float64 ``sq`` sums (membership, diameter, k-th radii) must show
 ``mul.rn.f64`` and no ``fma.rn.f64``; the shift kernel's FMAs are its
 ``B += rho z`` accumulation (d of them), which may contract.
+
+ptxas (``-arch=sm_90 -v``) refuses a kernel whose static shared memory
+passes 48 KiB ("uses too much shared data"), which numba's simulator never
+checks; the script exits 1 when any kernel fails to assemble.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import types
+from pathlib import Path
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 
@@ -24,16 +36,67 @@ dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability
 
 from cdfts_dask.engine import cuda_kernels  # noqa: E402
 
-D = 4
-for dtype, wt in (("float64", float64), ("float32", float32)):
-    X = wt[:, ::1]
-    signatures = {
-        "max_sq": (X, int64, int64, float64[::1]),
-        "count_upper": (X, int64, int64, float64, wt, wt, int64[::1]),
-        "sq_rows": (X, int64, int64, float64[:, ::1]),
-        "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
-    }
-    for kernel, (name, sig) in zip(cuda_kernels.kernels(D, dtype, 128), signatures.items(), strict=True):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
-        counts = {op: ptx.count(op) for op in ("mul.rn.f64", "fma.rn.f64", "fma.rn.f32", "sqrt.rn", "div.rn")}
-        print(f"{dtype:8s} {name:12s} d={D}: {counts}")
+
+def ptxas() -> str:
+    """The ptxas of the pip package nvidia-cuda-nvcc-cu12, else the one on PATH."""
+    try:
+        import nvidia.cuda_nvcc
+
+        candidate = Path(list(nvidia.cuda_nvcc.__path__)[0]) / "bin" / "ptxas"
+        if candidate.exists():
+            return str(candidate)
+    except ImportError:
+        pass
+    found = shutil.which("ptxas")
+    if not found:
+        sys.exit("cuda_ptx_check: no ptxas (pip install nvidia-cuda-nvcc-cu12)")
+    return found
+
+
+def assemble(ptx: str, tool: str) -> str:
+    """``registers R, smem S bytes`` of the PTX's kernel for sm_90, or ptxas's error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "kernel.ptx"
+        source.write_text(ptx)
+        res = subprocess.run(
+            [tool, "-arch=sm_90", "-v", str(source), "-o", str(Path(tmp) / "kernel.cubin")],
+            capture_output=True, text=True,
+        )
+    if res.returncode:
+        lines = res.stderr.strip().splitlines()
+        error = next((line for line in lines if "error" in line), lines[-1])
+        raise RuntimeError(re.sub(r"Entry function '[^']*'", "the kernel", error))
+    regs = re.search(r"Used (\d+) registers", res.stderr)
+    smem = re.search(r"(\d+) bytes smem", res.stderr)
+    return f"registers {regs[1] if regs else '?'}, smem {smem[1] if smem else 0} bytes"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dims", default="4,8,64", help="comma-separated d")
+    dims = [int(v) for v in p.parse_args().dims.split(",")]
+    tool, failed = ptxas(), 0
+    for d in dims:
+        for dtype, wt in (("float64", float64), ("float32", float32)):
+            X = wt[:, ::1]
+            signatures = {
+                "max_sq": (X, int64, int64, float64[::1]),
+                "count_upper": (X, int64, int64, float64, wt, wt, int64[::1]),
+                "sq_rows": (X, int64, int64, float64[:, ::1]),
+                "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
+            }
+            built = cuda_kernels.kernels(d, dtype, 128)
+            for kernel, (name, sig) in zip(built, signatures.items(), strict=True):
+                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
+                ops = ("mul.rn.f64", "fma.rn.f64", "fma.rn.f32", "sqrt.rn", "div.rn")
+                counts = " ".join(f"{op} {ptx.count(op)}" for op in ops)
+                try:
+                    used = assemble(ptx, tool)
+                except RuntimeError as error:
+                    used, failed = f"ptxas FAILED: {error}", failed + 1
+                print(f"{dtype:8s} {name:12s} d={d:<3d} {counts} | {used}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
