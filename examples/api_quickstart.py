@@ -21,7 +21,7 @@ def main() -> None:
     est = CDFTS(lam=0.1, delta=0.01).fit(X)
     print("iterations:", est.n_iter_, "Deltas:", np.round(est.deltas_, 5))
 
-    # 3. The tiled Dask engine on a cluster you manage (a local one here; Client("tcp://host:8786") for yours).
+    # 3. The tiled Dask engine on a cluster you manage (a local one here; Client("tcp://host:8786") for yours)
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
         Z = cdf_ts(X, lam=0.1, delta=0.01, method="tiled", client=client, tile_size=512)
         print("tiled equals dense:", bool(np.abs(Z - Y).max() < 1e-9))
