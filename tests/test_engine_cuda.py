@@ -79,6 +79,20 @@ def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
 
 @simulated_cuda
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_simulated_kth_radii_equal_the_cpu_bodies_on_both_paths(cuda, dtype):
+    """The k-th neighbour distances bit for bit as the CPU device's (tested equal to the oracle), through
+    the sorted-buffer kernel (k + 1 <= KTH_BUFFER_MAX, its edge included) and the sub-panel partition
+    (above it, sub-panels of 7 rows), on 75 points with duplicates and rows that are not all of them."""
+    X = normalised(awkward(75, 3, seed=4)).astype(dtype)
+    Xd = cuda.prepare(X, dtype)
+    edge = plan.KTH_BUFFER_MAX - 1  # the largest k of the buffer
+    for k in (1, 6, edge, edge + 1, 70):
+        kth = cuda.kth_part(Xd, 5, 68, k, budget_bytes=7 * 8 * 75)
+        np.testing.assert_array_equal(kth, cpu.kth_part(X, 5, 68, k), err_msg=f"k = {k}")
+
+
+@simulated_cuda
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
     """References and targets apart (an out-of-sample shift), the guard band included."""
     P = normalised(awkward(40, 3, seed=9)).astype(dtype)

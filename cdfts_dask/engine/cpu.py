@@ -32,7 +32,7 @@ import numpy as np
 
 from ..normalise import column_span
 from . import cpu_kernels as kern
-from .plan import ShiftPlan, chunks, guard_band, triangle_panels
+from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, triangle_panels
 
 #: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
 KNN_PANEL_BYTES = 64 * 2**20
@@ -121,7 +121,7 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     """
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     XT = np.ascontiguousarray(X64.T)
-    if k + 1 <= 64:
+    if k + 1 <= KTH_BUFFER_MAX:
         return np.sqrt(kern.kth_smallest_sq(X64, XT, a, b, k))
     n = X64.shape[0]
     kth_sq = np.empty(b - a)

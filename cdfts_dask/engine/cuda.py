@@ -22,7 +22,7 @@ import numpy as np
 from ..normalise import column_span
 from . import cuda_kernels
 from .cuda_kernels import SIMULATOR
-from .plan import ShiftPlan, chunks, guard_band, triangle_panels
+from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, triangle_panels
 
 if SIMULATOR:
     xp = np
@@ -87,11 +87,19 @@ def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
 def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
     """Distance from each row in [a, b) to its k-th nearest other point (float64, host).
 
-    Sub-panels of ``budget_bytes // (8 n)`` full rows of exact float64 ``sq``
-    (at least one row); the (k+1)-th smallest of a row (its own 0 included) is
-    the oracle's k-th neighbour, as sqrt is monotone.
+    The (k+1)-th smallest exact float64 ``sq`` of a row (its own 0 included)
+    is the oracle's k-th neighbour, as sqrt is monotone.  Small k (k + 1 <=
+    :data:`~cdfts_dask.engine.plan.KTH_BUFFER_MAX`): one kernel sweep, each
+    thread keeping its row's k + 1 smallest in a sorted buffer, as the CPU
+    device does.  Large k: sub-panels of ``budget_bytes // (8 n)`` full rows
+    of ``sq`` (at least one row), each reduced by the array module's partition.
     """
     n, d = X.shape
+    if k + 1 <= KTH_BUFFER_MAX:
+        out = xp.empty(b - a)
+        kern = cuda_kernels.kth_kernel(d, k + 1, THREADS, cuda_kernels.STATIC_SHARED_BYTES)
+        kern[_blocks(b - a), THREADS](X, a, b, out)
+        return np.sqrt(to_host(out))
     sq_rows = _kernels(d, X.dtype)[2]
     out = np.empty(b - a)
     for lo, hi in chunks(a, b, budget_bytes // (8 * n)):

@@ -68,6 +68,30 @@ def tile_points(point_bytes: int, threads: int, shared_bytes: int = STATIC_SHARE
 
 
 @functools.cache
+def _tile_functions(d: int) -> tuple:
+    """Device functions shared by every kernel of dimension d: ``load_tile`` and ``sq_tile64``."""
+
+    @cuda.jit(device=True, inline="always")
+    def load_tile(tile, X, j0, tid):
+        """Thread tid copies point j0 + tid (when it exists and tid < the tile size) into the shared tile."""
+        if tid < tile.shape[0] and j0 + tid < X.shape[0]:
+            for j in range(d):
+                tile[tid, j] = X[j0 + tid, j]
+
+    @cuda.jit(device=True, inline="always")
+    def sq_tile64(tile, t, X, i):
+        """float64 ``sq`` between float64 tile point t and X[i], no FMA: the oracle's value (the
+        differences are negated, which squares to the same bits)."""
+        acc = 0.0
+        for j in range(d):
+            diff = tile[t, j] - np.float64(X[i, j])
+            acc += mul_rn(diff, diff)
+        return acc
+
+    return load_tile, sq_tile64
+
+
+@functools.cache
 def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
     """The kernels for points of dimension d in ``dtype``, blocks of ``threads`` threads; shared-memory
     tiles of at most ``threads`` points, within ``shared_bytes`` per kernel (:func:`tile_points`)."""
@@ -105,12 +129,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             acc += diff * diff
         return acc
 
-    @cuda.jit(device=True, inline="always")
-    def load_tile(tile, X, j0, tid):
-        """Thread tid copies point j0 + tid (when it exists and tid < the tile size) into the shared tile."""
-        if tid < tile.shape[0] and j0 + tid < X.shape[0]:
-            for j in range(d):
-                tile[tid, j] = X[j0 + tid, j]
+    load_tile, sq_tile64 = _tile_functions(d)
 
     @cuda.jit
     def max_sq(X, a, b, out):
@@ -127,11 +146,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             if i < b:
                 for t in range(min(tile_max, n - j0)):
                     if j0 + t > i:
-                        acc = 0.0
-                        for j in range(d):
-                            diff = tile[t, j] - np.float64(X[i, j])
-                            acc += mul_rn(diff, diff)
-                        best = max(best, acc)
+                        best = max(best, sq_tile64(tile, t, X, i))
             cuda.syncthreads()
         if i < b:
             out[i - a] = best
@@ -238,3 +253,49 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
                 B[y, j] = acc[j]
 
     return max_sq, count_upper, sq_rows, shift_sums
+
+
+@functools.cache
+def kth_kernel(d: int, kk: int, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
+    """``kth_smallest_sq(X, a, b, out)``: ``out[i - a]`` = the kk-th smallest float64 ``sq(X[i], X[j])``
+    over all j (i itself included, so kk = k + 1 gives the k-th neighbour), rows a <= i < b.
+
+    One thread per row, the points in float64 tiles in shared memory; each
+    thread keeps its kk smallest values sorted in a local buffer (insertion
+    when a value beats the current kk-th, kk <= :data:`~cdfts_dask.engine.plan.KTH_BUFFER_MAX`),
+    so nothing of size n x n, nor rows x n, is ever stored: the same order
+    statistic, bit for bit, as a partition of the row's ``sq``.
+    """
+    from numba import float64
+
+    load_tile, sq_tile64 = _tile_functions(d)
+    tile_kth = tile_points(8 * d, threads, shared_bytes)  # float64 coordinates
+
+    @cuda.jit
+    def kth_smallest_sq(X, a, b, out):
+        n = X.shape[0]
+        tid = cuda.threadIdx.x
+        i = a + cuda.blockIdx.x * threads + tid
+        tile = cuda.shared.array((tile_kth, d), float64)
+        best = cuda.local.array(kk, float64)
+        for p in range(kk):
+            best[p] = math.inf
+        worst = math.inf
+        for j0 in range(0, n, tile_kth):
+            load_tile(tile, X, j0, tid)
+            cuda.syncthreads()
+            if i < b:
+                for t in range(min(tile_kth, n - j0)):
+                    v = sq_tile64(tile, t, X, i)
+                    if v < worst:
+                        p = kk - 1
+                        while p > 0 and best[p - 1] > v:
+                            best[p] = best[p - 1]
+                            p -= 1
+                        best[p] = v
+                        worst = best[kk - 1]
+            cuda.syncthreads()
+        if i < b:
+            out[i - a] = worst
+
+    return kth_smallest_sq

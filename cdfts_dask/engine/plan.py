@@ -26,6 +26,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+#: the k-NN pass keeps each row's k + 1 smallest ``sq`` in a sorted buffer when k + 1 <= this (one sweep,
+#: O(rows k) memory); above it, sub-panels of full rows of ``sq`` reduced by a partition
+KTH_BUFFER_MAX = 64
+
 
 def sq_thresholds(m: float, radius) -> np.ndarray:
     """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.

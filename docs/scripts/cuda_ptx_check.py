@@ -85,7 +85,8 @@ def main() -> int:
                 "sq_rows": (X, int64, int64, float64[:, ::1]),
                 "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
             }
-            built = cuda_kernels.kernels(d, dtype, 128)
+            signatures["kth_smallest_sq"] = (X, int64, int64, float64[::1])  # k = 10
+            built = (*cuda_kernels.kernels(d, dtype, 128), cuda_kernels.kth_kernel(d, 11, 128))
             for kernel, (name, sig) in zip(built, signatures.items(), strict=True):
                 ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
                 ops = ("mul.rn.f64", "fma.rn.f64", "fma.rn.f32", "sqrt.rn", "div.rn")
@@ -94,7 +95,7 @@ def main() -> int:
                     used = assemble(ptx, tool)
                 except RuntimeError as error:
                     used, failed = f"ptxas FAILED: {error}", failed + 1
-                print(f"{dtype:8s} {name:12s} d={d:<3d} {counts} | {used}")
+                print(f"{dtype:8s} {name:15s} d={d:<3d} {counts} | {used}")
     return 1 if failed else 0
 
 
