@@ -96,21 +96,22 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         return
     import dask
 
-    local = dict(host="127.0.0.1", dashboard_address="127.0.0.1:0", security=security)
-    if gpu:
-        from dask_cuda import LocalCUDACluster
+    local = dict(
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        security=security,
+        silence_logs=dask.config.get("cdfts.embedded-cluster.silence-logs", 40),
+    )
+    with _sigint_ignored_by_children():  # Ctrl-C reaches this process, which closes the cluster
+        if gpu:
+            from dask_cuda import LocalCUDACluster
 
-        cluster = LocalCUDACluster(n_workers=n_workers, **local)
-    else:
-        from distributed import LocalCluster
+            cluster = LocalCUDACluster(n_workers=n_workers, **local)  # None: one worker per visible GPU
+        else:
+            from distributed import LocalCluster
 
-        with _sigint_ignored_by_children():
             cluster = LocalCluster(
-                n_workers=n_workers or default_workers(),
-                threads_per_worker=1,
-                processes=True,
-                silence_logs=dask.config.get("cdfts.embedded-cluster.silence-logs", 40),
-                **local,
+                n_workers=n_workers or default_workers(), threads_per_worker=1, processes=True, **local
             )
     with cluster, Client(cluster, security=security) as c:
         _TEMPORARY.add(c)

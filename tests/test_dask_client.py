@@ -88,3 +88,25 @@ def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
     cdf_ts(X, lam=0.2, max_iter=1, method="tiled", n_workers=2, progress=count)
     assert during[0] >= before + 2  # two worker processes of its own
     assert session_client() is None  # and it is not left behind as the default client
+
+
+def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
+    """``backend="cuda"`` without a client: dask-cuda's ``LocalCUDACluster`` gets the embedded cluster's
+    settings (local host, quiet logs) and its workers are started with SIGINT ignored, so Ctrl-C reaches
+    only this process, which closes the cluster.  dask-cuda is replaced by a recorder here (no GPU)."""
+    import signal
+    import sys
+    import types
+
+    seen: dict = {}
+
+    def recording_cluster(**kwargs):
+        seen.update(kwargs, sigint=signal.getsignal(signal.SIGINT))
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
+    out = cdf_ts(X[:40], lam=0.2, max_iter=1, backend="cuda")  # simulated kernels: few points
+    assert out.shape == (40, 3)
+    assert seen["sigint"] == signal.SIG_IGN
+    assert seen["n_workers"] is None and seen["host"] == "127.0.0.1" and seen["silence_logs"] == 40
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # this process's handler is back
