@@ -39,7 +39,7 @@ def verbosity(verbose: bool):
 
 def describe_client(client) -> str:
     """``"2 workers, dashboard http://..."`` for a start line (the dashboard only when there is one)."""
-    workers = len(client.scheduler_info().get("workers", {}))
+    workers = len(client.nthreads())  # every worker (scheduler_info() may list only some)
     text = f"{workers} worker{'s' if workers != 1 else ''}"
     try:
         link = client.dashboard_link

@@ -205,7 +205,7 @@ def run(args) -> int:
         if not args.quiet:
             print(
                 f"{len(tasks)} tasks ({len(resumed)} resumed) on "
-                f"{len(client.scheduler_info()['workers'])} workers",
+                f"{len(client.nthreads())} workers",
                 file=sys.stderr,
             )
         futures = {client.submit(run_task, t, pure=False): t for t in tasks}

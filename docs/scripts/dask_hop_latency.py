@@ -30,7 +30,7 @@ def chain_ms(client: Client, workers: list[str], alternate: bool, hops: int = 6)
 if __name__ == "__main__":
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=40) as cluster:
         with Client(cluster) as client:
-            workers = sorted(client.scheduler_info()["workers"])
+            workers = sorted(client.nthreads())
             for alternate in (False, True):
                 times = sorted(chain_ms(client, workers, alternate) for _ in range(10))
                 where = "alternating between 2 workers" if alternate else "on one worker"
