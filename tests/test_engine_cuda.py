@@ -78,7 +78,7 @@ def test_simulated_boundary_ties_are_exact(cuda, dtype, estimator, k):
 
 
 @simulated_cuda
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=SLOW)])  # 3 s a case
 def test_simulated_kth_radii_equal_the_cpu_bodies_on_both_paths(cuda, dtype):
     """The k-th neighbour distances bit for bit as the CPU device's (tested equal to the oracle), through
     the sorted-buffer kernel (k + 1 <= KTH_BUFFER_MAX, its edge included) and the sub-panel partition
@@ -199,7 +199,7 @@ def test_simulated_kernels_fit_static_shared_memory(monkeypatch):
 
 
 @simulated_cuda
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=SLOW)])
 def test_simulated_tiles_smaller_than_blocks_equal_oracle(cuda, monkeypatch, dtype):
     """Tiles of fewer points than threads (as high d makes them): 360 bytes of shared memory give tiles of
     15, 11 and 5 points (float64 diameter, counts, shift) to blocks of 16 threads, none dividing n = 21."""
