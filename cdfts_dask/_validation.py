@@ -15,6 +15,11 @@ METHODS = ("auto", "dense", "tiled")
 DTYPES = ("float64", "float32")
 
 
+def is_integer(value) -> bool:
+    """An integer of any integral type (numpy's included), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_numeric_dtype(dtype, name: str = "X") -> None:
     """Reject non-numeric dtypes (strings, objects, dates) before reading any values."""
     if np.dtype(dtype).kind not in "biuf":
@@ -73,7 +78,7 @@ def check_delta(delta) -> float:
 
 
 def check_max_iter(max_iter) -> int:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral):
+    if not is_integer(max_iter):
         raise TypeError(f"max_iter must be an integer, got {max_iter!r}")
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
@@ -90,7 +95,7 @@ def check_estimator(estimator: str, k, n: int) -> tuple[str, int | None]:
         return estimator, None
     if k is None:
         raise ValueError("k is required with estimator='knn' (1 <= k <= n - 1), got k=None")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+    if not is_integer(k):
         raise TypeError(f"k must be an integer, got {k!r}")
     if not (1 <= k <= n - 1):
         raise ValueError(f"k must lie in [1, n - 1] = [1, {n - 1}], got k={k!r}")
@@ -106,7 +111,7 @@ def check_choice(value, name: str, choices: tuple) -> str:
 def check_positive_int(value, name: str, allow_none: bool = True) -> int | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")

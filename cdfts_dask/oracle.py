@@ -1,8 +1,9 @@
 """Dense NumPy reference implementation of DScale, ReScale and CDF-TS.
 
 This module is the *oracle*: a literal, readable transcription of the
-algorithm as the paper's authors' reference code runs it, with O(n^2) memory.  Every other engine is tested
-against it; it is also the fast path for small n.
+algorithm as the paper's authors' reference code runs it, with O(n^2)
+memory.  Every other engine is tested against it; it is also the fast path
+for small n.
 
 Notation (one iteration, points ``X`` already min-max normalised):
 

@@ -8,11 +8,9 @@ sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._validation import check_points
+from ._validation import check_points, is_integer
 
 
 def check_n_references(n_references) -> int | None:
@@ -20,7 +18,7 @@ def check_n_references(n_references) -> int | None:
     if n_references is None:
         return None
     expected = "an integer >= 2 (or None for the exact fit)"
-    if isinstance(n_references, bool) or not isinstance(n_references, numbers.Integral):
+    if not is_integer(n_references):
         raise TypeError(f"n_references must be {expected}, got {n_references!r}")
     if n_references < 2:
         raise ValueError(f"n_references must be {expected}, got {n_references!r}")
@@ -33,7 +31,7 @@ def check_random_state(random_state):
     expected = "None, an integer in [0, 2**32 - 1] or a numpy.random.RandomState"
     if random_state is None or isinstance(random_state, np.random.RandomState):
         return random_state
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+    if not is_integer(random_state):
         raise TypeError(f"random_state must be {expected}, got {random_state!r}")
     if not 0 <= random_state <= 2**32 - 1:
         raise ValueError(f"random_state must be {expected}, got {random_state!r}")

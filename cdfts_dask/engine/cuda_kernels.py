@@ -69,7 +69,7 @@ def tile_points(point_bytes: int, threads: int, shared_bytes: int = STATIC_SHARE
 
 @functools.cache
 def _tile_functions(d: int) -> tuple:
-    """Device functions shared by every kernel of dimension d: ``load_tile`` and ``sq_tile64``."""
+    """Device functions shared by every kernel of dimension d: ``load_tile`` and ``sq_exact``."""
 
     @cuda.jit(device=True, inline="always")
     def load_tile(tile, X, j0, tid):
@@ -79,16 +79,16 @@ def _tile_functions(d: int) -> tuple:
                 tile[tid, j] = X[j0 + tid, j]
 
     @cuda.jit(device=True, inline="always")
-    def sq_tile64(tile, t, X, i):
-        """float64 ``sq`` between float64 tile point t and X[i], no FMA: the oracle's value (the
-        differences are negated, which squares to the same bits)."""
+    def sq_exact(P, z, Y, y):
+        """float64 ``||P[z] - Y[y]||^2``, column by column, no FMA: the oracle's value (P may be a
+        shared tile; ``sq(y, z)`` has the same bits, the differences being only negated)."""
         acc = 0.0
         for j in range(d):
-            diff = tile[t, j] - np.float64(X[i, j])
+            diff = np.float64(P[z, j]) - np.float64(Y[y, j])
             acc += mul_rn(diff, diff)
         return acc
 
-    return load_tile, sq_tile64
+    return load_tile, sq_exact
 
 
 @functools.cache
@@ -105,14 +105,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
     tile_count = tile_points(size * d + 8, threads, shared_bytes)  # coordinates, an int64 hit count
     tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes)  # + T (float64), 5 constants
 
-    @cuda.jit(device=True, inline="always")
-    def sq_exact(P, z, Y, y):
-        """float64 ``||P[z] - Y[y]||^2``, column by column, no FMA: the oracle's value."""
-        acc = 0.0
-        for j in range(d):
-            diff = np.float64(P[z, j]) - np.float64(Y[y, j])
-            acc += mul_rn(diff, diff)
-        return acc
+    load_tile, sq_exact = _tile_functions(d)
 
     @cuda.jit(device=True, inline="always")
     def sq_tile(tile, t, Y, y):
@@ -129,8 +122,6 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             acc += diff * diff
         return acc
 
-    load_tile, sq_tile64 = _tile_functions(d)
-
     @cuda.jit
     def max_sq(X, a, b, out):
         """``out[i - a]`` = largest float64 ``sq(X[i], X[j])`` over j > i, for rows a <= i < b."""
@@ -146,7 +137,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             if i < b:
                 for t in range(min(tile_max, n - j0)):
                     if j0 + t > i:
-                        best = max(best, sq_tile64(tile, t, X, i))
+                        best = max(best, sq_exact(tile, t, X, i))
             cuda.syncthreads()
         if i < b:
             out[i - a] = best
@@ -268,7 +259,7 @@ def kth_kernel(d: int, kk: int, threads: int, shared_bytes: int = STATIC_SHARED_
     """
     from numba import float64
 
-    load_tile, sq_tile64 = _tile_functions(d)
+    load_tile, sq_exact = _tile_functions(d)
     tile_kth = tile_points(8 * d, threads, shared_bytes)  # float64 coordinates
 
     @cuda.jit
@@ -286,7 +277,7 @@ def kth_kernel(d: int, kk: int, threads: int, shared_bytes: int = STATIC_SHARED_
             cuda.syncthreads()
             if i < b:
                 for t in range(min(tile_kth, n - j0)):
-                    v = sq_tile64(tile, t, X, i)
+                    v = sq_exact(tile, t, X, i)
                     if v < worst:
                         p = kk - 1
                         while p > 0 and best[p - 1] > v:

@@ -65,16 +65,6 @@ def narrow(client, func, futures: list, fan_in: int = FAN_IN) -> list:
     return futures
 
 
-def worker_threads(client) -> dict[str, int]:
-    """``{address: threads}`` of every worker of the cluster.
-
-    ``Client.nthreads()``, not ``scheduler_info()["workers"]``: from distributed 2025.x (#9045) until
-    #9308 (2026) ``scheduler_info()`` returned at most 5 workers by default, so an 8-GPU
-    ``LocalCUDACluster`` would have had its panels placed on 5 GPUs only.
-    """
-    return dict(client.nthreads())
-
-
 def _max(*values: float) -> float:
     return max(values)
 
@@ -163,7 +153,9 @@ class TiledEngine:
         """
         tic = time.perf_counter()
         c, dev, dtype = self.client, self.tasks, self.dtype
-        workers = worker_threads(c)
+        # {address: threads} of every worker: from distributed 2025.x (#9045) until #9308 (2026),
+        # scheduler_info() listed at most 5 workers, which would have left GPUs of a LocalCUDACluster idle
+        workers = c.nthreads()
         addresses = sorted(workers) or [None]
 
         def on(i: int) -> dict:
