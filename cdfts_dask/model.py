@@ -29,7 +29,7 @@ or ``"cuda"``, as in the fit): its ``prepare``, ``column_mean`` and
 ``shift_targets`` task bodies.  Each process copies the model's references,
 shift plans and ranges to its device once, on first use, and keeps them with
 the model for every later block (:meth:`CDFTSModel.on_device`).  The CUDA
-replay is tested under numba's CUDA simulator only (no GPU run yet).  Devices
+replay is tested under numba's CUDA simulator and, when one is lent, on a GPU.  Devices
 sum in other orders, so a replay on another device than the fit's agrees to
 rounding, except with the k-NN estimator at points with more than k
 duplicates (radius 0: rho jumps at s = 0); on the fit's device it is exact.

@@ -162,6 +162,21 @@ def test_missing_gpu_dependency_names_both_gpu_extras(monkeypatch, capsys):
     assert "pip install '.[gpu]' in the cdfts-dask checkout ('.[gpu-cu13]' for CUDA 13)" in err[0]
 
 
+def test_package_that_cannot_work_here_is_one_line_exit_2(capsys):
+    """An ImportError raised on purpose (numba-cuda on NumPy 2.5) reaches the user as its own message."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.cli import run_command
+
+    def func(_args):
+        raise ImportError("numba-cuda 0.30.4 cannot compile CUDA kernels with NumPy 2.5.2 (...)")
+
+    code = run_command(SimpleNamespace(func=func, command="transform"))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["cdfts transform: error: numba-cuda 0.30.4 cannot compile CUDA kernels with "
+                                 "NumPy 2.5.2 (...)"]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "command,flags,message",
     [(command, flags, message) for command in ("transform", "apply") for flags, message in [

@@ -8,6 +8,11 @@ device with CuPy (and dask-cuda for the end-to-end ones) and skip elsewhere.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import simulated_cuda, slow_unless
@@ -163,6 +168,50 @@ def test_gpu_device_end_to_end(dtype, estimator, k, tmp_path):
     assert np.abs(out - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-5)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("d", [64, 200])
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 10), ("knn", 100)])
+def test_gpu_high_dimensions_equal_oracle(dtype, d, estimator, k):
+    """At d = 64 and 200 a shared-memory tile holds fewer points than a block has threads (the 48 KiB cap of
+    ``tile_points``); k = 10 takes the sorted-buffer k-NN kernel, k = 100 > ``KTH_BUFFER_MAX`` - 1 the
+    partition path."""
+    _cupy()
+    from cdfts_dask.engine import cuda
+
+    X = normalised(awkward(700, d, seed=d))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.3, estimator, k)
+    m, stats, Xn, _ = bodies_step(cuda, X, 0.3, estimator, k, dtype=dtype, parts=3, rows=250)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+@pytest.mark.gpu
+def test_gpu_run_resumes_on_the_device_and_its_model_transforms_there(tmp_path):
+    """A run checkpointed from the GPU resumes on it; a sampled fit on the GPU (both estimators) transforms
+    new points on the GPU as the dense oracle's sampled fit does."""
+    _cupy()
+    pytest.importorskip("dask_cuda", reason="dask-cuda is not installed")
+    from cdfts_dask import CDFTS
+
+    X = blobs(1500, 4, seed=3)
+    store = tmp_path / "run.zarr"
+    cdf_ts(X, delta=1e-12, max_iter=2, method="tiled", backend="cuda", checkpoint=store)
+    Y, info = cdf_ts(X, delta=1e-12, max_iter=4, method="tiled", backend="cuda", checkpoint=store,
+                     resume=True, return_info=True)  # fmt: skip
+    ref = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=4)
+    assert info.resumed_from == 2 and info.n_iter == 4
+    assert np.abs(Y - ref.X).max() <= 1e-9
+    new = X[::7] + np.random.default_rng(0).normal(0, 0.01, X[::7].shape)
+    for estimator, k in [("epsilon", None), ("knn", 20)]:
+        kw = dict(estimator=estimator, k=k, delta=0.01, n_references=600, random_state=1)
+        on_gpu = CDFTS(method="tiled", backend="cuda", **kw).fit(X)
+        dense = CDFTS(method="dense", **kw).fit(X)
+        assert np.abs(on_gpu.embedding_ - dense.embedding_).max() <= 1e-9
+        assert np.abs(on_gpu.transform(new) - dense.transform(new)).max() <= 1e-9
+
+
 def _record_static_shared(monkeypatch) -> list:
     """The simulator's per-block shared memory (one ``FakeCUDAShared`` per simulated block; its
     ``_allocations`` are the block's ``cuda.shared.array`` call sites) of every launch from now on."""
@@ -217,3 +266,31 @@ def test_tile_points_within_static_shared_memory():
     assert cuda_kernels.tile_points(8 * 64 + 48, 128) == 87
     with pytest.raises(ValueError, match="d: one point needs"):
         cuda_kernels.tile_points(8 * 7000, 128)
+
+
+def test_numba_cuda_on_a_numpy_without_row_stack_fails_at_import_saying_what_to_install():
+    """numba-cuda 0.30.4 under NumPy 2.5 (no ``np.row_stack``): importing the kernels raises an ImportError
+    that names both versions and ``numpy<2.5``, instead of every kernel launch failing on a worker."""
+    code = (
+        "import numpy as np\n"
+        "if hasattr(np, 'row_stack'):\n    del np.row_stack\n"
+        "import cdfts_dask.engine.cuda_kernels\n"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    last = run.stderr.strip().splitlines()[-1]
+    assert run.returncode == 1, run.stderr
+    assert last.startswith("ImportError: numba-cuda ") and "NumPy" in last and "'numpy<2.5'" in last, last
+
+
+@simulated_cuda
+def test_kernel_profile_script_times_every_kernel(tmp_path):
+    """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` stage of gpu_figures.sh) runs the four
+    production kernels; under the simulator on 40 points, one line each."""
+    script = Path(__file__).resolve().parents[1] / "docs" / "scripts" / "cuda_kernel_profile.py"
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    run = subprocess.run([sys.executable, str(script), "--n", "40", "--dtype", "float64", "--repeat", "1"],
+                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    names = [line.split()[0] for line in run.stdout.splitlines()[1:]]
+    assert names == ["max_sq", "count_rows", "kth_smallest_sq", "shift_sums"], run.stdout

@@ -101,6 +101,9 @@ def run_command(args, prog: str | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    except ImportError as exc:  # an installed package that cannot work here (its message says what to do)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

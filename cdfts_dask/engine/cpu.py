@@ -7,8 +7,10 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 * ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
 * ``panel_rows(n, workers)``: rows per panel task;
 * ``diameter_part(X, part, parts)``: largest float64 ``sq`` over this part's pairs;
-* ``counts_part(X, a, b, T)``: every point's epsilon count from the pairs
-  ``(z, y >= z)``, z in [a, b) (an n-vector; parts are summed);
+* ``count_panels(n, parts)``: the row ranges ``[a, b)`` of the count pass's tasks (equal work);
+* ``counts_part(X, a, b, T)``: the epsilon counts that rows [a, b) contribute, an
+  n-vector (parts are summed): here from the pairs ``(z, y >= z)``, z in [a, b),
+  to both points; on CUDA from the full rows;
 * ``kth_part(X, a, b, k)``: distance from rows [a, b) to their k-th nearest other point;
 * ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
 * ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
@@ -100,6 +102,12 @@ def diameter_part(X, part: int, parts: int) -> float:
         return float(L)
     b0, b1 = spans[part]
     return float(kern.block_max_sq(X64, order, bounds, lo, hi, L, b0, b1))
+
+
+def count_panels(n: int, parts: int) -> list[tuple[int, int]]:
+    """Row ranges of the count pass: the upper triangle in equal areas, as ``counts_part`` visits the
+    pairs (z, y >= z) of its rows."""
+    return triangle_panels(n, parts)
 
 
 def counts_part(X, a: int, b: int, T: float) -> np.ndarray:

@@ -42,7 +42,7 @@ def _blocks(rows: int) -> int:
 
 
 def _kernels(d: int, dtype) -> tuple:
-    """``(max_sq, count_upper, sq_rows, shift_sums)`` for blocks of :data:`THREADS` threads (compiled
+    """``(max_sq, count_rows, sq_rows, shift_sums)`` for blocks of :data:`THREADS` threads (compiled
     once per process and signature; tiles within the static shared-memory limit)."""
     return cuda_kernels.kernels(d, str(dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
 
@@ -74,13 +74,20 @@ def diameter_part(X, part: int, parts: int) -> float:
     return float(out.max())
 
 
+def count_panels(n: int, parts: int) -> list[tuple[int, int]]:
+    """Row ranges of the count pass: equal rows, as ``counts_part`` visits full rows."""
+    return chunks(0, n, math.ceil(n / max(1, parts)))
+
+
 def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
-    """Contribution of the pairs (z, y >= z), z in [a, b), to every point's epsilon count (int64, n, host)."""
+    """Epsilon counts of the rows in [a, b) over every point, i itself included, in an n-vector that is
+    0 outside [a, b) (int64, host; parts are summed).  Full rows, not the CPU's triangle: on a GPU the
+    column counts of a triangle cost shared-memory atomics that made the pass 5x slower."""
     n, d = X.shape
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     counts = xp.zeros(n, dtype=np.int64)
-    count_upper = _kernels(d, X.dtype)[1]
-    count_upper[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
+    count_rows = _kernels(d, X.dtype)[1]
+    count_rows[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
     return to_host(counts)
 
 

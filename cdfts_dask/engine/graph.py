@@ -48,7 +48,7 @@ import numpy as np
 
 from . import plan
 from .devices import device_module
-from .plan import chunks, triangle_panels
+from .plan import chunks
 from .step import Step
 
 #: most partial results one reduction task combines
@@ -175,8 +175,8 @@ class TiledEngine:
         if estimator == "epsilon":
             T = c.submit(_threshold, lam, *maxima)
             m = c.submit(plan.diameter, *maxima)
-            tri = triangle_panels(n, len(parts))
-            partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(tri)]
+            spans = dev.count_panels(n, len(parts))
+            partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(spans)]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path

@@ -81,7 +81,7 @@ def main() -> int:
             X = wt[:, ::1]
             signatures = {
                 "max_sq": (X, int64, int64, float64[::1]),
-                "count_upper": (X, int64, int64, float64, wt, wt, int64[::1]),
+                "count_rows": (X, int64, int64, float64, wt, wt, int64[::1]),
                 "sq_rows": (X, int64, int64, float64[:, ::1]),
                 "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
             }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Take the GPU figures of docs/BENCHMARKS.md on a CUDA host, in the repository root:
 #
-#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests bench peer (default: all four)
+#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests kernels bench peer (default: all)
 #
 # * env   : nvidia-smi, the Python and package versions, what the CUDA device sees;
 # * tests : the real-GPU tests (`pytest -m gpu tests/test_engine_cuda.py`);
+# * kernels: each CUDA kernel alone at n = 2e5, d = 8 (docs/scripts/cuda_kernel_profile.py);
 # * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
 #           every visible GPU where there are several;
 # * peer  : KeOps (../shared/peers/keops_cdfts.py, or the kit's copy) beside the engine on the GPU,
@@ -26,7 +27,7 @@ python=${PYTHON:-python3}
 sizes=${SIZES:-1e5,1e6}
 peer_sizes=${PEER_SIZES:-20000,100000}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(env tests bench peer)
+[ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench peer)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
@@ -54,7 +55,7 @@ for name in ["numpy", "numba", "numba_cuda", "cupy", "dask", "distributed", "das
 try:
     from numba import cuda
 
-    print("numba.cuda sees", [g.name for g in cuda.gpus], "simulator", cuda.simulator_active)
+    print("numba.cuda sees", [g.name for g in cuda.gpus], "available", cuda.is_available())
 except Exception as error:  # noqa: BLE001
     print("numba.cuda sees no GPU:", error)
 EOF
@@ -70,6 +71,10 @@ stage_tests() {
     fi
     rm -f /tmp/gpu_tests.$$
     return "$status"
+}
+
+stage_kernels() {
+    "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
 }
 
 stage_bench() {

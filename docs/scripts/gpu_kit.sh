@@ -15,6 +15,9 @@
 # * Dask and dask-cuda, at the versions dask-cuda pins (rapids-dask-dependency 26.10 pins
 #   dask/distributed 2026.7.1), with distributed's pure-Python needs;
 # * Zarr 3 and its codecs (the checkpoints);
+# * NumPy 2.4: numba-cuda 0.30.4 (the last release; the project is in maintenance mode) cannot
+#   compile a kernel under NumPy 2.5, which removed np.row_stack (NVIDIA/numba-cuda#907), and the
+#   CUDA 13 images ship NumPy 2.5; the kit's NumPy goes first on the host's path;
 # * pykeops and keopscore (the peer in docs/scripts/keops_peer_bench.py; built here as wheels, they
 #   ship as sources only), and the peer's own file from ../shared/peers/.
 #
@@ -31,6 +34,7 @@ binary=(
     "dask==2026.7.1" "distributed==2026.7.1" "dask-cuda==26.10.0" "rapids-dask-dependency==26.10.0"
     "tornado==6.6.1" "tblib==3.2.2" "zict==3.0.0" "partd==1.4.2" "locket==1.0.0"
     "zarr==3.1.6" "numcodecs==0.17.1" "donfig==0.8.1.post1" "google-crc32c==1.9.0"
+    "numpy==2.4.6"
 )
 # source-only on PyPI: built into (pure-Python) wheels here
 from_source=("pykeops==2.3" "keopscore==2.3")

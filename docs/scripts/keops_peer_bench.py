@@ -2,9 +2,9 @@
 
 KeOps (``pip install pykeops``) is the library an expert would use to write
 this reduction without an n x n matrix; ``../shared/peers/keops_cdfts.py``
-is the iteration written with it (CPU through OpenMP here; CUDA when it
-finds a GPU).  For every size this script, in one process, on the same
-normalised points (``cdfts_dask.bench.data``):
+is the iteration written with it (CPU through OpenMP with ``--device cpu``,
+which hides any GPU from it; CUDA with ``--device cuda``).  For every size
+this script, in one process, on the same normalised points (``cdfts_dask.bench.data``):
 
 * times ``keops_step`` (best of ``--repeat``, after a compile run on 300
   points), with the CPU seconds it used (its OpenMP threads);
@@ -67,9 +67,13 @@ def main() -> None:
     p.add_argument("--peer", type=Path, default=PEER, help="path of keops_cdfts.py")
     p.add_argument(
         "--device", default="cpu", choices=["cpu", "cuda"],
-        help="the engine's device (cuda: --workers counts GPUs; KeOps uses the GPU when it finds one)",
+        help="the device of both (cuda: --workers counts GPUs; cpu: the GPUs are hidden from KeOps too)",
     )
     a = p.parse_args()
+    if a.device == "cpu":
+        # KeOps takes the GPU whenever it finds one: on a GPU host, a "cpu" row would time KeOps on the GPU
+        # beside the engine on CPUs.  Hiding the GPUs before pykeops loads keeps both on the CPU.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
     keops_step = load_peer(a.peer)
     where = f"{a.workers} GPU(s)" if a.device == "cuda" else f"{a.workers} single-threaded workers"
     print(f"cores {os.cpu_count()}, engine on {where}, {a.dtype}, lam {a.lam}")
