@@ -93,7 +93,8 @@ def tile_points(point_bytes: int, threads: int, shared_bytes: int = STATIC_SHARE
 
 @functools.cache
 def _tile_functions(d: int) -> tuple:
-    """Device functions shared by every kernel of dimension d: ``load_tile`` and ``sq_exact``."""
+    """Device functions shared by every kernel of dimension d: ``load_tile``, ``load_own`` and
+    ``sq_exact``."""
 
     @cuda.jit(device=True, inline="always")
     def load_tile(tile, X, j0, tid):
@@ -144,13 +145,10 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
 
     @cuda.jit(device=True, inline="always")
     def sq_tile(tile, t, Y, y):
-        """``sq`` in the working dtype between tile point t (shared memory) and Y[y]."""
+        """``sq`` in the working dtype between tile point t (shared memory) and Y[y]: in float64 the exact
+        ``sq_exact``; in float32 with FMA allowed (the guard band covers its error)."""
         if exact_work:
-            acc = 0.0
-            for j in range(d):
-                diff = tile[t, j] - Y[y, j]
-                acc += mul_rn(diff, diff)
-            return acc
+            return sq_exact(tile, t, Y, y)
         acc = wt(0.0)
         for j in range(d):
             diff = tile[t, j] - Y[y, j]
