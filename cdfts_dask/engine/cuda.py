@@ -105,7 +105,7 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     n, d = X.shape
     if k + 1 <= KTH_BUFFER_MAX:
         out = xp.empty(b - a)
-        kern = cuda_kernels.kth_kernel(d, k + 1, THREADS, cuda_kernels.STATIC_SHARED_BYTES)
+        kern = cuda_kernels.kth_kernel(d, k + 1, str(X.dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
         kern[_blocks(b - a), THREADS](X, a, b, out)
         return np.sqrt(to_host(out))
     sq_rows = _kernels(d, X.dtype)[2]

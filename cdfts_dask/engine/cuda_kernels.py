@@ -14,6 +14,17 @@ re-evaluated in float64 from the exactly upcast coordinates.  rho and the
 A / B accumulations may contract (they round at the 1e-16 level, not a
 membership decision).
 
+float32 throughput.  On the points of a float32 run, the diameter and the
+k-th radii (float64 results, bit for bit the oracle's on those points) first
+compute the float32 ``sq`` of a pair, and compute the float64 one only where
+the float32 value cannot rule the pair out
+(:func:`~cdfts_dask.engine.plan.float32_sq_tolerance`): after a few pairs a
+row's running maximum (or k-th smallest) rules out nearly every other pair,
+so the sweep runs at the float32 rate.  The shift pass keeps a float64 copy
+of its reference tile in shared memory for the float64 sums: converting each
+coordinate per pair (d ``cvt.f64.f32`` per pair, a 16-per-clock instruction on
+an H100 against 128 float32 or 64 float64 FMAs) would otherwise bound it.
+
 The same kernels run under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``)
 on NumPy arrays, where ``dmul_rn`` is plain IEEE multiplication, the same
 value.  Kernels are built per (d, dtype, threads): shared and local arrays
@@ -35,6 +46,8 @@ import os
 
 import numpy as np
 from numba import cuda
+
+from .plan import FLOAT32_SQ_FLOOR, float32_sq_tolerance
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
@@ -128,6 +141,73 @@ def _tile_functions(d: int) -> tuple:
 
 
 @functools.cache
+def _working_functions(d: int, dtype: str) -> tuple:
+    """``(sq_tile, sq_above, floor_of, ceil_of)``: ``sq`` in the working dtype, and how the diameter and
+    k-th radius kernels get float64 results from a sweep in it.
+
+    * ``sq_tile(tile, t, Y, y)``: ``sq`` between tile point t and Y[y] in the working dtype: in float64
+      ``sq_exact``; in float32 with FMA allowed (the guard band covers its error);
+    * ``sq_above(v, X, j, i)``: the float64 ``sq(X[j], X[i])`` of a pair whose working-dtype ``sq`` is
+      v (v itself in float64);
+    * ``floor_of(best)``: a bound in the working dtype such that ``v < floor_of(best)`` proves the
+      float64 ``sq`` below ``best`` (a pair that cannot raise a running maximum);
+    * ``ceil_of(worst)``: a bound such that ``v > ceil_of(worst)`` proves it above ``worst`` (a pair
+      that cannot enter a buffer of smallest values).
+
+    In float64 the bounds are the values themselves.  In float32 they widen ``best`` / ``worst`` by the
+    float32 error of ``sq`` (:func:`~cdfts_dask.engine.plan.float32_sq_tolerance`), and rule nothing out
+    below :data:`~cdfts_dask.engine.plan.FLOAT32_SQ_FLOOR` (0 and inf).
+    """
+    from numba import float32
+
+    _, _, sq_exact = _tile_functions(d)
+    if np.dtype(dtype) == np.float64:
+
+        @cuda.jit(device=True, inline="always")
+        def sq_tile(tile, t, Y, y):
+            return sq_exact(tile, t, Y, y)
+
+        @cuda.jit(device=True, inline="always")
+        def sq_above(v, X, j, i):
+            return v
+
+        @cuda.jit(device=True, inline="always")
+        def floor_of(best):
+            return best
+
+        @cuda.jit(device=True, inline="always")
+        def ceil_of(worst):
+            return worst
+
+        return sq_tile, sq_above, floor_of, ceil_of
+
+    g = float32_sq_tolerance(d)
+    shrink, grow, tiny = 1.0 - g, 1.0 + g, FLOAT32_SQ_FLOOR
+
+    @cuda.jit(device=True, inline="always")
+    def sq_tile(tile, t, Y, y):
+        acc = float32(0.0)
+        for j in range(d):
+            diff = tile[t, j] - Y[y, j]
+            acc += diff * diff
+        return acc
+
+    @cuda.jit(device=True, inline="always")
+    def sq_above(v, X, j, i):
+        return sq_exact(X, j, X, i)
+
+    @cuda.jit(device=True, inline="always")
+    def floor_of(best):
+        return float32(best * shrink) if best >= tiny else float32(0.0)
+
+    @cuda.jit(device=True, inline="always")
+    def ceil_of(worst):
+        return float32(worst * grow) if worst >= tiny else float32(math.inf)
+
+    return sq_tile, sq_above, floor_of, ceil_of
+
+
+@functools.cache
 def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
     """The kernels for points of dimension d in ``dtype``, blocks of ``threads`` threads; shared-memory
     tiles of at most ``threads`` points, within ``shared_bytes`` per kernel (:func:`tile_points`)."""
@@ -137,47 +217,50 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
 
     wt = float64 if exact_work else float32
     size = work.itemsize
-    tile_max = tile_points(8 * d, threads, shared_bytes)  # float64 coordinates
-    tile_count = tile_points(size * d, threads, shared_bytes)  # coordinates
-    tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes)  # + T (float64), 5 constants
+    tile_max = tile_points(size * d, threads, shared_bytes)  # coordinates
+    tile_count = tile_max
+    # per point: coordinates, T (float64), 5 constants, and in float32 the coordinates again in float64 for
+    # the sums; float64 sums from the tile itself, beside a 1 x 1 placeholder for the unused copy
+    if exact_work:
+        tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes - 8)
+        shadow_shape = (1, 1)
+    else:
+        tile_shift = tile_points(size * d + 8 + 5 * size + 8 * d, threads, shared_bytes)
+        shadow_shape = (tile_shift, d)
 
     load_tile, load_own, sq_exact = _tile_functions(d)
-
-    @cuda.jit(device=True, inline="always")
-    def sq_tile(tile, t, Y, y):
-        """``sq`` in the working dtype between tile point t (shared memory) and Y[y]: in float64 the exact
-        ``sq_exact``; in float32 with FMA allowed (the guard band covers its error)."""
-        if exact_work:
-            return sq_exact(tile, t, Y, y)
-        acc = wt(0.0)
-        for j in range(d):
-            diff = tile[t, j] - Y[y, j]
-            acc += diff * diff
-        return acc
+    sq_tile, sq_above, floor_of, _ = _working_functions(d, dtype)
 
     @cuda.jit
     def max_sq(X, a, b, out):
         """``out[i - a]`` = largest float64 ``sq(X[i], X[j])`` over j > i, for rows a <= i < b.
 
-        ``sq`` is computed for every pair of the block's sweep and kept where
-        j > i, against the row held in a local array (see ``load_own``).
+        ``sq`` in the working dtype is computed for every pair of the block's
+        sweep, against the row held in a local array (see ``load_own``); a
+        pair j > i whose value reaches the row's bound ``floor_of(best)``
+        (float64: ``best`` itself; float32: below it by the float32 error) has
+        its float64 ``sq`` taken (``sq_above``) into the running maximum.
         """
         n = X.shape[0]
         tid = cuda.threadIdx.x
         first = a + cuda.blockIdx.x * threads
         i = first + tid
-        tile = cuda.shared.array((tile_max, d), float64)
-        me = cuda.local.array((1, d), float64)
+        tile = cuda.shared.array((tile_max, d), wt)
+        me = cuda.local.array((1, d), wt)
         load_own(me, X, i)
         best = 0.0
+        bound = floor_of(best)
         for j0 in range(first, n, tile_max):
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
                 for t in range(min(tile_max, n - j0)):
-                    v = sq_exact(tile, t, me, 0)
-                    if j0 + t > i:
-                        best = max(best, v)
+                    v = sq_tile(tile, t, me, 0)
+                    if v >= bound and j0 + t > i:
+                        e = sq_above(v, X, j0 + t, i)
+                        if e > best:
+                            best = e
+                            bound = floor_of(best)
             cuda.syncthreads()
         if i < b:
             out[i - a] = best
@@ -229,8 +312,9 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         """``A[y] = sum_z rho(z, y)``, ``B[y, :] = sum_z rho(z, y) P[z]`` over all references z in P.
 
         One thread per target y, references in tiles staged in shared memory
-        with their plan constants, visited in the order 0..n_ref-1 by every
-        target (equal targets get bit-identical sums).  rho: 1 where sq = 0;
+        with their plan constants (in float32 also a float64 copy of the
+        tile's coordinates, ``shadow``, for the float64 sums), visited in the
+        order 0..n_ref-1 by every target (equal targets get bit-identical sums).  rho: 1 where sq = 0;
         ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.
         """
         n_ref = P.shape[0]
@@ -238,6 +322,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         y = cuda.blockIdx.x * threads + tid
         live = y < Y.shape[0]
         tile = cuda.shared.array((tile_shift, d), wt)
+        shadow = cuda.shared.array(shadow_shape, float64)
         t_T = cuda.shared.array(tile_shift, float64)
         t_lo = cuda.shared.array(tile_shift, wt)
         t_hi = cuda.shared.array(tile_shift, wt)
@@ -252,6 +337,8 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         for z0 in range(0, n_ref, tile_shift):
             z = z0 + tid
             load_tile(tile, P, z0, tid)
+            if not exact_work:
+                load_tile(shadow, P, z0, tid)
             if tid < tile_shift and z < n_ref:
                 t_T[tid] = T[z]
                 t_lo[tid] = Tlo[z]
@@ -274,7 +361,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
                     r = np.float64(rho)
                     total += r
                     for j in range(d):
-                        acc[j] += r * np.float64(tile[t, j])
+                        acc[j] += r * (tile[t, j] if exact_work else shadow[t, j])
             cuda.syncthreads()
         if live:
             A[y] = total
@@ -285,44 +372,56 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
 
 
 @functools.cache
-def kth_kernel(d: int, kk: int, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
+def kth_kernel(d: int, kk: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_BYTES):
     """``kth_smallest_sq(X, a, b, out)``: ``out[i - a]`` = the kk-th smallest float64 ``sq(X[i], X[j])``
-    over all j (i itself included, so kk = k + 1 gives the k-th neighbour), rows a <= i < b.
+    over all j (i itself included, so kk = k + 1 gives the k-th neighbour), rows a <= i < b, for points
+    X in ``dtype``.
 
-    One thread per row, the points in float64 tiles in shared memory; each
-    thread keeps its kk smallest values sorted in a local buffer (insertion
-    when a value beats the current kk-th, kk <= :data:`~cdfts_dask.engine.plan.KTH_BUFFER_MAX`),
+    One thread per row, the points in tiles in shared memory; each thread
+    keeps its kk smallest values sorted in a local buffer (insertion when a
+    value beats the current kk-th, kk <= :data:`~cdfts_dask.engine.plan.KTH_BUFFER_MAX`),
     so nothing of size n x n, nor rows x n, is ever stored: the same order
-    statistic, bit for bit, as a partition of the row's ``sq``.
+    statistic, bit for bit, as a partition of the row's ``sq``.  In float32
+    a pair's float64 ``sq`` is taken only where its float32 ``sq`` does not
+    rule it out (``ceil_of`` of :func:`_working_functions`).
     """
-    from numba import float64
+    from numba import float32, float64
 
-    load_tile, _, sq_exact = _tile_functions(d)
-    tile_kth = tile_points(8 * d, threads, shared_bytes)  # float64 coordinates
+    exact_work = np.dtype(dtype) == np.float64
+    wt = float64 if exact_work else float32
+    load_tile, load_own, _ = _tile_functions(d)
+    sq_tile, sq_above, _, ceil_of = _working_functions(d, dtype)
+    tile_kth = tile_points(np.dtype(dtype).itemsize * d, threads, shared_bytes)  # coordinates
 
     @cuda.jit
     def kth_smallest_sq(X, a, b, out):
         n = X.shape[0]
         tid = cuda.threadIdx.x
         i = a + cuda.blockIdx.x * threads + tid
-        tile = cuda.shared.array((tile_kth, d), float64)
+        tile = cuda.shared.array((tile_kth, d), wt)
+        me = cuda.local.array((1, d), wt)
+        load_own(me, X, i)
         best = cuda.local.array(kk, float64)
         for p in range(kk):
             best[p] = math.inf
         worst = math.inf
+        bound = ceil_of(worst)
         for j0 in range(0, n, tile_kth):
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
                 for t in range(min(tile_kth, n - j0)):
-                    v = sq_exact(tile, t, X, i)
-                    if v < worst:
-                        p = kk - 1
-                        while p > 0 and best[p - 1] > v:
-                            best[p] = best[p - 1]
-                            p -= 1
-                        best[p] = v
-                        worst = best[kk - 1]
+                    v = sq_tile(tile, t, me, 0)
+                    if v <= bound:
+                        e = sq_above(v, X, j0 + t, i)
+                        if e < worst:
+                            p = kk - 1
+                            while p > 0 and best[p - 1] > e:
+                                best[p] = best[p - 1]
+                                p -= 1
+                            best[p] = e
+                            worst = best[kk - 1]
+                            bound = ceil_of(worst)
             cuda.syncthreads()
         if i < b:
             out[i - a] = worst

@@ -54,6 +54,27 @@ def sq_thresholds(m: float, radius) -> np.ndarray:
     return lo.view(np.float64)[spread.reshape(-1)]
 
 
+#: below this float64 ``sq`` the float32 error bound of :func:`float32_sq_tolerance` is not used: there a
+#: float32 ``sq`` may have lost terms to underflow (an absolute error up to d 2^-126), and a float32 bound
+#: derived from it may itself be subnormal
+FLOAT32_SQ_FLOOR = 2.0**-80
+
+
+def float32_sq_tolerance(d: int) -> float:
+    """``g = 2 (d + 4) 2^-24``: a float32 ``sq`` v of d float32 coordinates (FMA or not) is within
+    ``(d + 3) 2^-24`` of the float64 ``sq`` e of the same coordinates, relatively, so
+
+    * ``v <= e (1 - g)`` and ``v > e (1 + g)`` are impossible, with room left for one more float32
+      rounding of the bound itself (2^-24) and for the float64 ``sq``'s own d 2^-53;
+    * hence ``v < fl32(b (1 - g))`` proves ``e < b`` and ``v > fl32(b (1 + g))`` proves ``e > b``,
+      for any float64 b >= :data:`FLOAT32_SQ_FLOOR` (above it underflow cannot matter).
+
+    The guard band of the membership tests, and the float32 pre-filters of the CUDA diameter and k-th
+    radius kernels, are this one bound.
+    """
+    return 2.0 * (d + 4) * 2.0**-24
+
+
 def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside.
 
@@ -62,7 +83,7 @@ def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     dtype = np.dtype(dtype)
     if dtype == np.float64:
         return T, T
-    g = 2.0 * (d + 4) * 2.0**-24
+    g = float32_sq_tolerance(d)
     lo = np.nextafter((T * (1 - g)).astype(np.float32), np.float32(0))
     hi = np.nextafter((T * (1 + g)).astype(np.float32), np.float32(np.inf))
     return lo.astype(dtype), hi.astype(dtype)

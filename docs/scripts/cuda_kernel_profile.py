@@ -46,7 +46,7 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> list
     """``(kernel, seconds, pairs per second)`` of each kernel on n synthetic points."""
     X = cuda.prepare(data(n, d), dtype)
     max_sq, count_rows, _, shift_sums = cuda._kernels(d, X.dtype)
-    kth = cuda_kernels.kth_kernel(d, k + 1, cuda.THREADS)
+    kth = cuda_kernels.kth_kernel(d, k + 1, dtype, cuda.THREADS)
     threads, w = cuda.THREADS, min(n, 300)
     out = cuda.xp.zeros(n)
     counts = cuda.xp.zeros(n, dtype=np.int64)

@@ -10,6 +10,14 @@ The float64 ``sq`` sums (membership, diameter, k-th radii) must show
 ``mul.rn.f64`` and no ``fma.rn.f64``; the shift kernel's FMAs are its
 ``B += rho z`` accumulation (d of them), which may contract.
 
+``loop:`` counts instructions of the per-pair loop (the largest loop with no
+``bar.sync``: one pass per pair of a tile) outside its rare paths (in float32
+kernels, the blocks with a ``mul.rn.f64``: the guard band's and the
+pre-filters' exact float64 ``sq``).  ``cvt`` there is ``cvt.f64.f32``, which an
+H100 issues at 16 per clock per multiprocessor against 128 float32 FMAs; the
+float32 ``shift_sums`` should show 1 (its rho), the float32 diameter and
+k-th radius none.  Exact for d small enough that the d-loops are unrolled (d = 8).
+
 ptxas (``-arch=sm_90 -v``) refuses a kernel whose static shared memory
 passes 48 KiB ("uses too much shared data"), which numba's simulator never
 checks; the script exits 1 when any kernel fails to assemble.
@@ -71,6 +79,41 @@ def assemble(ptx: str, tool: str) -> str:
     return f"registers {regs[1] if regs else '?'}, smem {smem[1] if smem else 0} bytes"
 
 
+def hot_loop(ptx: str, rare: str | None) -> dict[str, int]:
+    """Instruction counts of the per-pair loop: the largest back-edge range without ``bar.sync``, less
+    its basic blocks that contain ``rare``."""
+    lines = [line.strip() for line in ptx.splitlines()]
+    labels = {line[:-1]: i for i, line in enumerate(lines) if line.startswith("$L") and line.endswith(":")}
+    loops = []
+    for i, line in enumerate(lines):
+        target = re.search(r"\bbra(?:\.uni)?\s+(\$L\w+);", line)
+        if target and labels.get(target[1], i) < i:
+            lo = labels[target[1]]
+            if not any("bar.sync" in body for body in lines[lo:i]):
+                loops.append((i - lo, lo, i))
+    if not loops:
+        return {}
+    _, lo, hi = max(loops)
+    blocks, block = [], []
+    for line in lines[lo : hi + 1]:
+        if line.endswith(":") and block:
+            blocks.append(block)
+            block = []
+        block.append(line)
+        if re.search(r"\bbra\b", line):
+            blocks.append(block)
+            block = []
+    blocks.append(block)
+    hot = [ins for b in blocks if not (rare and any(rare in ins for ins in b)) for ins in b]
+    ops = [ins.split()[0].lstrip("@%p0123456789 ") for ins in hot if ins and not ins.endswith(":")]
+    return {
+        "cvt": sum(op.startswith("cvt.f64.f32") for op in ops),
+        "f64": sum(op.endswith(".f64") and not op.startswith(("ld", "st", "mov", "cvt")) for op in ops),
+        "f32": sum(op.endswith(".f32") and not op.startswith(("ld", "st", "mov", "cvt")) for op in ops),
+        "all": len(ops),
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dims", default="4,8,64", help="comma-separated d")
@@ -86,11 +129,13 @@ def main() -> int:
                 "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
             }
             signatures["kth_smallest_sq"] = (X, int64, int64, float64[::1])  # k = 10
-            built = (*cuda_kernels.kernels(d, dtype, 128), cuda_kernels.kth_kernel(d, 11, 128))
+            built = (*cuda_kernels.kernels(d, dtype, 128), cuda_kernels.kth_kernel(d, 11, dtype, 128))
             for kernel, (name, sig) in zip(built, signatures.items(), strict=True):
                 ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
-                ops = ("mul.rn.f64", "fma.rn.f64", "fma.rn.f32", "sqrt.rn", "div.rn")
+                ops = ("mul.rn.f64", "fma.rn.f64", "fma.rn.f32", "sqrt.rn", "div.rn", "cvt.f64.f32")
                 counts = " ".join(f"{op} {ptx.count(op)}" for op in ops)
+                loop = hot_loop(ptx, "mul.rn.f64" if dtype == "float32" else None)
+                counts += " | loop: " + " ".join(f"{key} {value}" for key, value in loop.items())
                 try:
                     used = assemble(ptx, tool)
                 except RuntimeError as error:
