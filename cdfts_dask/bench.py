@@ -259,12 +259,13 @@ def header() -> str:
     )
 
 
-def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> dict:
+def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1, k: int = 10) -> dict:
     """Thread CPU seconds of each CPU task body over all n points on one core, no Dask
     (immune to other processes).
 
     Returns seconds and pair rates of the diameter (k-d pruned), the count pass
-    (n^2 / 2 unordered pairs) and the shift pass (n^2 ordered pairs).
+    (n^2 / 2 unordered pairs), the k-NN radii for k (n^2 pairs) and the shift
+    pass (n^2 ordered pairs).
     """
     from .engine import cpu, plan
 
@@ -280,6 +281,9 @@ def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> 
     t_diam, sq_max = cpu_seconds(lambda: cpu.diameter_part(X, 0, 1))
     m = plan.diameter(sq_max)
     t_count, counts = cpu_seconds(lambda: cpu.counts_part(X, 0, n, plan.count_threshold(m, lam)))
+    k = min(k, n - 1)
+    cpu.kth_part(small, 0, len(small), k)
+    t_kth, _ = cpu_seconds(lambda: cpu.kth_part(X, 0, n, k))
     shift_plan = plan.epsilon_plan(m, lam, counts, cpu.column_mean(X), dtype)
     cpu.shift_part(X, 0, min(n, 300), shift_plan)
     t_shift, _ = cpu_seconds(lambda: cpu.shift_part(X, 0, n, shift_plan))
@@ -287,6 +291,8 @@ def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1) -> 
         "diameter_s": t_diam,
         "count_s": t_count,
         "count_pairs_per_s": n * n / 2 / t_count,
+        "kth_s": t_kth,
+        "kth_pairs_per_s": n * n / t_kth,
         "shift_s": t_shift,
         "shift_pairs_per_s": n * n / t_shift,
     }

@@ -59,3 +59,21 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
     shifted = [dev.shift_part(Xd, a, b, shift_plan) for a, b in plan.chunks(0, n, rows)]
     Z, total, _, _ = dev.finish(Xd, *shifted)
     return m, stats, dev.to_host(Z), total / (n * d)
+
+
+def float32_misordered() -> tuple[np.ndarray, np.ndarray]:
+    """``(far, near)``: float32 points where float32 ``sq`` (summed column by column) orders two pairs the
+    other way round from float64 ``sq`` (found by a search over points on a sphere of radius 0.5).
+
+    ``far`` = centre (0.5, 0.5, 0.5), then two points at float64 ``sq`` 0.2499999559... and ...560...
+    from it, whose float32 ``sq`` come out the other way, the second below the float32 rounding of the
+    first's float64 ``sq`` (the two are 0.2 apart, so the diameter is the centre and the second point).
+    ``near`` = centre, then the farther and the nearer of two points whose nearer one's float32 ``sq``
+    lies above the float32 rounding of the farther one's float64 ``sq``.
+    """
+    centre = [0.5, 0.5, 0.5]
+    far = [[0.8182883858680725, 0.828989565372467, 0.7011425495147705],
+           [0.7204927802085876, 0.7717694640159607, 0.8571053743362427]]  # fmt: skip
+    near = [[0.7359548807144165, 0.7739490270614624, 0.8453652858734131],
+            [0.7845550179481506, 0.7629048228263855, 0.8160845637321472]]  # fmt: skip
+    return np.array([centre, *far], dtype=np.float32), np.array([centre, *near], dtype=np.float32)

@@ -45,7 +45,7 @@ def test_bench_kernel_profile_and_the_column_legend(capsys):
     assert main(["bench", "--kernels", "--sizes", "60", "-d", "3", "--dtype", "float64,float32"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["n=60 d=3 float64", "n=60 d=3 float32"]
-    assert all("pairs/s" in line for line in lines)
+    assert all(line.count("pairs/s") == 3 and "k-NN radii, k = 10," in line for line in lines)
     legend = bench.legend().splitlines()
     assert all(line.startswith("#") for line in legend)
     assert [line[1:].split(":")[0].strip() for line in legend] == bench.COLUMNS

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from points import awkward, blobs, bodies_step, normalised
+from points import awkward, blobs, bodies_step, float32_misordered, normalised
 
 from cdfts_dask import oracle
 from cdfts_dask.engine import cpu, plan
@@ -79,6 +79,17 @@ def test_large_k_pass_in_sub_panels_equals_oracle():
     for budget in (8 * 300 * 7, 8 * 300 * 1000):  # 7-row sub-panels; one sub-panel
         kth = np.concatenate([cpu.kth_part(X, a, min(a + 64, 300), 150, budget) for a in range(0, 300, 64)])
         assert np.array_equal(kth / m, oracle.kth_neighbour_radius(s / m, 150))
+
+
+def test_float32_kth_radii_keep_the_pair_their_float32_sq_misorders(monkeypatch):
+    """The float32 sweep of the k-th radius rules pairs out by float32 ``sq`` widened by its error bound:
+    on points whose float32 ``sq`` misorders the two nearest pairs, the radii are still the float64
+    oracle's on those points, bit for bit; with the bound set to 0 the nearer pair is ruled out."""
+    _, near = float32_misordered()
+    s = oracle.pairwise_distances(near.astype(np.float64))
+    np.testing.assert_array_equal(cpu.kth_part(near, 0, 3, 1), oracle.kth_neighbour_radius(s, 1))
+    monkeypatch.setattr(cpu, "sq_bound_factors", lambda d, dtype: (1.0, 1.0, 0.0))
+    assert cpu.kth_part(near, 0, 3, 1)[0] > oracle.kth_neighbour_radius(s, 1)[0]
 
 
 def test_shift_sums_with_other_targets_equal_the_dense_formula():

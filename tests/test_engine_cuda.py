@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import simulated_cuda, slow_unless
-from points import awkward, blobs, bodies_step, normalised, rounded32
+from points import awkward, blobs, bodies_step, float32_misordered, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import cpu, cuda_kernels, plan
@@ -110,17 +110,6 @@ def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
     assert np.abs(cuda.to_host(B) - B_cpu).max() <= 1e-12
 
 
-#: float32 points at float64 squared distances 0.2499999559... and ...560... from the centre (0.5, 0.5, 0.5),
-#: in that order, whose float32 ``sq`` (summed column by column) come out in the other order, the second
-#: below the float32 rounding of the first's float64 ``sq``; the two points are 0.2 apart
-_DIAMETER_MISORDERED = [[0.8182883858680725, 0.828989565372467, 0.7011425495147705],
-                        [0.7204927802085876, 0.7717694640159607, 0.8571053743362427]]  # fmt: skip
-#: the same for the nearest neighbour: the farther point first, the nearer one's float32 ``sq`` above the
-#: float32 rounding of the farther one's float64 ``sq``
-_NEAREST_MISORDERED = [[0.7359548807144165, 0.7739490270614624, 0.8453652858734131],
-                       [0.7845550179481506, 0.7629048228263855, 0.8160845637321472]]  # fmt: skip
-
-
 @pytest.fixture
 def fresh_kernels():
     """Kernels compiled for this test only, none left behind; calling it drops those built so far (after a
@@ -141,9 +130,7 @@ def test_simulated_float32_prefilters_keep_pairs_their_float32_sq_misorders(cuda
     the diameter and the nearest-neighbour radius are still the float64 ones (the CPU device's, bit for
     bit).  With the float32 error bound set to 0 the pre-filters drop the right pair: the points do test
     the bound."""
-    centre = [0.5, 0.5, 0.5]
-    far = np.array([centre, *_DIAMETER_MISORDERED], dtype=np.float32)
-    near = np.array([centre, *_NEAREST_MISORDERED], dtype=np.float32)
+    far, near = float32_misordered()
 
     def on_both_devices():
         got = (cuda.diameter_part(cuda.prepare(far, "float32"), 0, 1), cuda.kth_part(near, 0, 3, 1))
@@ -155,7 +142,7 @@ def test_simulated_float32_prefilters_keep_pairs_their_float32_sq_misorders(cuda
     assert np.sqrt(diameter) == oracle.pairwise_distances(far.astype(np.float64)).max()
     np.testing.assert_array_equal(radii, cpu_radii)
 
-    monkeypatch.setattr(cuda_kernels, "float32_sq_tolerance", lambda d: 0.0)
+    monkeypatch.setattr(cuda_kernels, "sq_bound_factors", lambda d, dtype: (1.0, 1.0, 0.0))
     fresh_kernels()
     (diameter, radii), (cpu_diameter, cpu_radii) = on_both_devices()
     assert diameter < cpu_diameter

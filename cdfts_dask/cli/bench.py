@@ -90,10 +90,11 @@ def run(args) -> int:
     if args.kernels:
         for n in args.sizes:
             for t in dtypes:
-                r = bench.kernel_profile(n, args.dims, t, args.lam)
+                r = bench.kernel_profile(n, args.dims, t, args.lam, args.k)
                 print(
                     f"n={n} d={args.dims} {t}: diameter {r['diameter_s']:.3f} s; counts {r['count_s']:.3f} s "
-                    f"({r['count_pairs_per_s']:.3g} pairs/s); shift {r['shift_s']:.3f} s "
+                    f"({r['count_pairs_per_s']:.3g} pairs/s); k-NN radii, k = {min(args.k, n - 1)}, "
+                    f"{r['kth_s']:.3f} s ({r['kth_pairs_per_s']:.3g} pairs/s); shift {r['shift_s']:.3f} s "
                     f"({r['shift_pairs_per_s']:.3g} pairs/s)",
                     flush=True,
                 )

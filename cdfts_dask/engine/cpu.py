@@ -34,7 +34,7 @@ import numpy as np
 
 from ..normalise import column_span
 from . import cpu_kernels as kern
-from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, triangle_panels
+from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, sq_bound_factors, triangle_panels
 
 #: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
 KNN_PANEL_BYTES = 64 * 2**20
@@ -127,10 +127,12 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     least one), each reduced by a partition, so the task's memory stays
     within about two budgets whatever n and k are.
     """
+    if k + 1 <= KTH_BUFFER_MAX:
+        X = np.ascontiguousarray(X)
+        _, grow, floor = sq_bound_factors(X.shape[1], X.dtype)
+        return np.sqrt(kern.kth_smallest_sq(X, np.ascontiguousarray(X.T), a, b, k, grow, floor))
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     XT = np.ascontiguousarray(X64.T)
-    if k + 1 <= KTH_BUFFER_MAX:
-        return np.sqrt(kern.kth_smallest_sq(X64, XT, a, b, k))
     n = X64.shape[0]
     kth_sq = np.empty(b - a)
     for lo, hi in chunks(a, b, budget_bytes // (8 * n)):

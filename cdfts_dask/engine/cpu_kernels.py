@@ -107,17 +107,24 @@ def count_upper(X, XT, start, stop, T, Tlo, Thi, counts):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def kth_smallest_sq(X, XT, start, stop, k):
+def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
     """For rows start <= z < stop: the (k+1)-th smallest float64 ``sq`` over all points (self included).
 
     Keeps a sorted buffer of the k+1 smallest values per row (insertion when a
     value beats the current largest), so memory is O(rows k).  ``sqrt`` of the
     result divided by m is the oracle's k-NN radius (the map is monotone).
+
+    ``sq`` is summed in X's dtype.  float64 (``grow = 1``, ``floor = 0``): it
+    is the float64 ``sq``.  float32: a value above ``worst * grow`` (worst,
+    the row's current (k+1)-th, at least ``floor``) proves the float64 ``sq``
+    above worst (:func:`~cdfts_dask.engine.plan.sq_bound_factors`); the rest
+    get their float64 ``sq`` from the upcast coordinates.
     """
     n, d = X.shape
+    exact = X.itemsize == 8  # float64 points: sq is already the float64 one
     rows = stop - start
     best = np.full((rows, k + 1), np.inf)
-    sq = np.empty(BLOCK, dtype=np.float64)
+    sq = np.empty(BLOCK, dtype=X.dtype)
     for y0 in range(0, n, BLOCK):
         y1 = min(y0 + BLOCK, n)
         w = y1 - y0
@@ -125,14 +132,25 @@ def kth_smallest_sq(X, XT, start, stop, k):
             z = start + i
             _sq_row(sq, X, z, XT, y0, y1)
             b = best[i]
+            worst = b[k]
+            bound = worst * grow if worst >= floor else np.inf
+            hits = 0
+            for t in range(w):  # vectorised: after the first blocks, most rows have none
+                hits += sq[t] <= bound
+            if hits == 0:
+                continue
             for t in range(w):
                 v = sq[t]
-                if v < b[k]:
-                    p = k
-                    while p > 0 and b[p - 1] > v:
-                        b[p] = b[p - 1]
-                        p -= 1
-                    b[p] = v
+                if v <= bound:
+                    e = np.float64(v) if exact else _sq64(X, z, XT, y0 + t)
+                    if e < worst:
+                        p = k
+                        while p > 0 and b[p - 1] > e:
+                            b[p] = b[p - 1]
+                            p -= 1
+                        b[p] = e
+                        worst = b[k]
+                        bound = worst * grow if worst >= floor else np.inf
     out = np.empty(rows)
     for i in range(rows):
         out[i] = best[i, k]

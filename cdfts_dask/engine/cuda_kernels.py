@@ -47,7 +47,7 @@ import os
 import numpy as np
 from numba import cuda
 
-from .plan import FLOAT32_SQ_FLOOR, float32_sq_tolerance
+from .plan import sq_bound_factors
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
@@ -155,7 +155,7 @@ def _working_functions(d: int, dtype: str) -> tuple:
       that cannot enter a buffer of smallest values).
 
     In float64 the bounds are the values themselves.  In float32 they widen ``best`` / ``worst`` by the
-    float32 error of ``sq`` (:func:`~cdfts_dask.engine.plan.float32_sq_tolerance`), and rule nothing out
+    float32 error of ``sq`` (:func:`~cdfts_dask.engine.plan.sq_bound_factors`), and rule nothing out
     below :data:`~cdfts_dask.engine.plan.FLOAT32_SQ_FLOOR` (0 and inf).
     """
     from numba import float32
@@ -181,8 +181,7 @@ def _working_functions(d: int, dtype: str) -> tuple:
 
         return sq_tile, sq_above, floor_of, ceil_of
 
-    g = float32_sq_tolerance(d)
-    shrink, grow, tiny = 1.0 - g, 1.0 + g, FLOAT32_SQ_FLOOR
+    shrink, grow, tiny = sq_bound_factors(d, dtype)
 
     @cuda.jit(device=True, inline="always")
     def sq_tile(tile, t, Y, y):

@@ -75,6 +75,17 @@ def float32_sq_tolerance(d: int) -> float:
     return 2.0 * (d + 4) * 2.0**-24
 
 
+def sq_bound_factors(d: int, dtype) -> tuple[float, float, float]:
+    """``(shrink, grow, floor)`` for sweeps that compute ``sq`` in ``dtype`` but keep float64 results: a
+    working-dtype ``sq`` below ``b * shrink`` proves the float64 ``sq`` below b, one above ``b * grow``
+    proves it above b, for b >= floor (float64: ``(1, 1, 0)``, the values themselves; float32: by
+    :func:`float32_sq_tolerance`, from :data:`FLOAT32_SQ_FLOOR` up)."""
+    if np.dtype(dtype) == np.float64:
+        return 1.0, 1.0, 0.0
+    g = float32_sq_tolerance(d)
+    return 1.0 - g, 1.0 + g, FLOAT32_SQ_FLOOR
+
+
 def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside.
 
