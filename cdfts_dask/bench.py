@@ -45,7 +45,7 @@ COLUMN_MEANINGS = {
     "peak_mib": "peak resident memory of all workers together (MiB; ~200 MiB interpreter baseline each)",
     "cores": "cores the workers actually got, measured right after (less than workers: shared machine)",
     "x_oracle": "speed-up over one iteration of the dense NumPy oracle on the same data, in this process",
-    "x_gemm": "achieved flop rate / this machine's float64 GEMM rate (4 d + 3 flops per pair)",
+    "x_gemm": "achieved flop rate / this machine's float64 GEMM rate (4 d + 3 flops per pair; CPU rows only)",
     "x_1w": "wall-clock speed-up over the 1-worker run of the same size",
     "x_1w_cpu": "the same from cpu_max (robust to other processes sharing the cores)",
 }
@@ -199,9 +199,10 @@ def run(
     tile_size: int | None = None,
     report=None,
     device: str = "cpu",
-) -> tuple[list[Row], float]:
-    """Measure every (n, dtype, workers); return the rows and the GEMM rate (flop/s)."""
-    gemm = gemm_flops()
+) -> tuple[list[Row], float | None]:
+    """Measure every (n, dtype, workers); return the rows and the host's float64 GEMM rate (flop/s), which
+    only CPU rows are compared with (None for ``device="cuda"``: a host GEMM says nothing of a GPU)."""
+    gemm = gemm_flops() if device == "cpu" else None
     rows: list[Row] = []
     for n in sizes:
         X = data(n, d)
@@ -218,7 +219,7 @@ def run(
                     n, d, dtype, w, s, pairs / ref, pairs / shift, 2 * pairs / s, cpu, cpu_max, peak, cores
                 )
                 row.x_oracle = t_oracle / s if t_oracle else None
-                row.x_gemm = row.pps * flops_per_pair(d) / gemm
+                row.x_gemm = row.pps * flops_per_pair(d) / gemm if gemm else None
                 if w == 1:
                     one_worker = (s, cpu_max)
                 elif one_worker:

@@ -50,3 +50,23 @@ def test_bench_kernel_profile_and_the_column_legend(capsys):
     assert all(line.startswith("#") for line in legend)
     assert [line[1:].split(":")[0].strip() for line in legend] == bench.COLUMNS
     assert bench.header().split() == bench.COLUMNS
+
+
+def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
+    """A GPU row's flop rate over the host CPU's GEMM rate would be a meaningless ratio: ``bench.run`` for
+    ``device="cuda"`` neither measures the GEMM nor fills ``x_gemm``; CPU rows do both."""
+    def fake_iteration(X, workers, dtype, lam, estimator, k, repeat, tile_size, device):
+        return 0.5, 0.2, 0.3, 1.0, 0.5, 100.0, 1.0  # s_iter, ref, shift, cpu, cpu_max, peak MiB, cores
+
+    def no_gemm(*args, **kwargs):
+        raise AssertionError("the host GEMM was measured for GPU rows")
+
+    monkeypatch.setattr(bench, "engine_iteration", fake_iteration)
+    monkeypatch.setattr(bench, "gemm_flops", no_gemm)
+    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cuda")
+    assert gemm is None and rows[0].x_gemm is None
+    assert "-" in bench.format_row(rows[0]).split()
+
+    monkeypatch.setattr(bench, "gemm_flops", lambda: 1e9)
+    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cpu")
+    assert gemm == 1e9 and rows[0].x_gemm == rows[0].pps * bench.flops_per_pair(3) / 1e9

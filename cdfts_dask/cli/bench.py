@@ -107,9 +107,10 @@ def run(args) -> int:
         tile_size=args.tile_size, report=lambda row: print(bench.format_row(row), flush=True),
         device="cuda" if args.gpu else "cpu",
     )  # fmt: skip
-    print(
-        f"gemm float64: {gemm / 1e9:.1f} GFLOP/s = {gemm / bench.flops_per_pair(args.dims):.3g} pairs/s roof "
-        f"({bench.flops_per_pair(args.dims)} flops per pair evaluation)",
-        flush=True,
-    )
+    if gemm:
+        print(
+            f"gemm float64: {gemm / 1e9:.1f} GFLOP/s = {gemm / bench.flops_per_pair(args.dims):.3g} pairs/s "
+            f"roof ({bench.flops_per_pair(args.dims)} flops per pair evaluation)",
+            flush=True,
+        )
     return 0
