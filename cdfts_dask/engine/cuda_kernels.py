@@ -388,7 +388,7 @@ def kth_kernel(d: int, kk: int, dtype: str, threads: int, shared_bytes: int = ST
 
     exact_work = np.dtype(dtype) == np.float64
     wt = float64 if exact_work else float32
-    load_tile, load_own, _ = _tile_functions(d)
+    load_tile, _, _ = _tile_functions(d)
     sq_tile, sq_above, _, ceil_of = _working_functions(d, dtype)
     tile_kth = tile_points(np.dtype(dtype).itemsize * d, threads, shared_bytes)  # coordinates
 
@@ -398,8 +398,6 @@ def kth_kernel(d: int, kk: int, dtype: str, threads: int, shared_bytes: int = ST
         tid = cuda.threadIdx.x
         i = a + cuda.blockIdx.x * threads + tid
         tile = cuda.shared.array((tile_kth, d), wt)
-        me = cuda.local.array((1, d), wt)
-        load_own(me, X, i)
         best = cuda.local.array(kk, float64)
         for p in range(kk):
             best[p] = math.inf
@@ -410,7 +408,7 @@ def kth_kernel(d: int, kk: int, dtype: str, threads: int, shared_bytes: int = ST
             cuda.syncthreads()
             if i < b:
                 for t in range(min(tile_kth, n - j0)):
-                    v = sq_tile(tile, t, me, 0)
+                    v = sq_tile(tile, t, X, i)  # X[i] outside any per-pair branch: loads hoisted
                     if v <= bound:
                         e = sq_above(v, X, j0 + t, i)
                         if e < worst:
