@@ -12,6 +12,7 @@ from points import awkward, blobs, bodies_step, float32_misordered, normalised
 
 from cdfts_dask import oracle
 from cdfts_dask.engine import cpu, plan
+from cdfts_dask.engine import cpu_kernels as kern
 
 
 @pytest.mark.parametrize("n", [2, 3, 17, 257, 1000])
@@ -61,14 +62,33 @@ def test_triangle_panels_cover_the_rows():
         assert all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1))
 
 
-@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (17, 3), (600, 4), (1500, 8)])
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (17, 3), (600, 4), (1500, 8), (2000, 2), (2000, 16)])
 def test_block_pruned_diameter_is_exact(n, d):
-    """k-d block bounding boxes prune pairs but the maximum equals the oracle's ``max S`` bit for bit."""
+    """k-d leaf and leaf-group bounding boxes prune pairs (at d = 2 nearly all; at d = 16 few, where group
+    pairs are computed whole), but the maximum equals the oracle's ``max S`` bit for bit, for any number
+    of parts, more parts than groups included."""
     for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
         X = normalised(X)
         expected = oracle.pairwise_distances(X).max()
-        for parts in (1, 3):
+        for parts in (1, 3, 40):
             assert plan.diameter(*[cpu.diameter_part(X, i, parts) for i in range(parts)]) == expected
+
+
+@pytest.mark.parametrize("X", [blobs(1000, 3, seed=1), awkward(1000, 2, seed=2), np.ones((100, 2))],
+                         ids=["blobs", "ties", "constant"])  # fmt: skip
+def test_kd_leaves_are_a_deterministic_split_into_small_compact_leaves(X):
+    """The diameter's k-d split: a permutation of the points into leaves of at most ``leaf`` points,
+    each half of a split at most the other's size + 1, the same on every call (every part repeats it)."""
+    order, starts = kern.kd_leaves(X, 32)
+    assert np.array_equal(np.sort(order), np.arange(len(X)))
+    sizes = np.diff(starts)
+    assert starts[0] == 0 and starts[-1] == len(X) and sizes.min() >= 16 and sizes.max() <= 32
+    again = kern.kd_leaves(X.copy(), 32)
+    assert np.array_equal(order, again[0]) and np.array_equal(starts, again[1])
+    if len(X) == 1000 and X.shape[1] == 3:  # blobs: a leaf's box is a small part of the data's
+        Xs = X[order]
+        span = np.maximum.reduceat(Xs, starts[:-1]) - np.minimum.reduceat(Xs, starts[:-1])
+        assert np.median(span.prod(axis=1)) < 0.01 * np.prod(X.max(0) - X.min(0))
 
 
 def test_large_k_pass_in_sub_panels_equals_oracle():

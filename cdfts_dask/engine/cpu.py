@@ -60,48 +60,26 @@ def panel_rows(n: int, workers: int) -> int:
     return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * workers)))))
 
 
-def kd_order(X64: np.ndarray, leaf: int) -> tuple[np.ndarray, np.ndarray]:
-    """Point order and block bounds of a k-d split: halve at the median of the widest column
-    until blocks hold at most ``leaf`` points (compact blocks give tight bounding boxes)."""
-    n = X64.shape[0]
-    order = np.arange(n)
-    stack = [(0, n)]
-    bounds = []
-    while stack:
-        a, b = stack.pop()
-        if b - a <= leaf:
-            bounds.append(a)
-            continue
-        idx = order[a:b]
-        pts = X64[idx]
-        col = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
-        half = (b - a) // 2
-        part = np.argpartition(pts[:, col], half, kind="introselect")
-        order[a:b] = idx[part]
-        stack.append((a + half, b))
-        stack.append((a, a + half))
-    starts = np.array(sorted(bounds) + [n], dtype=np.int64)
-    return order.astype(np.int64), starts
-
-
 def diameter_part(X, part: int, parts: int) -> float:
-    """Largest float64 sq over this part's share of block pairs (bounding-box pruned).
+    """Largest float64 sq over this part's share of leaf-group pairs (bounding-box pruned).
 
     Deterministic set-up repeated by every part (O(n d log n)): a lower bound
-    L from farthest-point sweeps, k-d blocks of at most ``BLOCK`` points and
-    their bounding boxes.  Parts split the block-pair triangle evenly.
+    L from farthest-point sweeps, k-d leaves of at most ``DIAMETER_LEAF``
+    points and their bounding boxes.  Parts split the triangle of group pairs
+    (groups of ``DIAMETER_GROUP`` leaves) evenly.
     """
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     L = kern.farthest_sq(X64)
-    order, bounds = kd_order(X64, kern.BLOCK)
+    order, bounds = kern.kd_leaves(X64, kern.DIAMETER_LEAF)
     Xs = X64[order]
     lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
     hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
-    spans = triangle_panels(len(bounds) - 1, parts)
+    groups = math.ceil((len(bounds) - 1) / kern.DIAMETER_GROUP)
+    spans = triangle_panels(groups, parts)
     if part >= len(spans):
         return float(L)
-    b0, b1 = spans[part]
-    return float(kern.block_max_sq(X64, order, bounds, lo, hi, L, b0, b1))
+    g0, g1 = spans[part]
+    return float(kern.block_max_sq(X64, order, bounds, lo, hi, L, g0, g1))
 
 
 def count_panels(n: int, parts: int) -> list[tuple[int, int]]:
