@@ -74,12 +74,13 @@ def diameter_part(X, part: int, parts: int) -> float:
     Xs = X64[order]
     lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
     hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
-    groups = math.ceil((len(bounds) - 1) / kern.DIAMETER_GROUP)
-    spans = triangle_panels(groups, parts)
+    group_starts = np.arange(0, len(lo), kern.DIAMETER_GROUP)
+    glo, ghi = np.minimum.reduceat(lo, group_starts, axis=0), np.maximum.reduceat(hi, group_starts, axis=0)
+    spans = triangle_panels(len(glo), parts)
     if part >= len(spans):
         return float(L)
     g0, g1 = spans[part]
-    return float(kern.block_max_sq(X64, order, bounds, lo, hi, L, g0, g1))
+    return float(kern.block_max_sq(X64, order, bounds, lo, hi, glo, ghi, L, g0, g1))
 
 
 def count_panels(n: int, parts: int) -> list[tuple[int, int]]:

@@ -106,6 +106,12 @@ def count_upper(X, XT, start, stop, T, Tlo, Thi, counts):
         counts[z] += 1
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _above_bound(worst, grow, floor):
+    """A working-dtype ``sq`` above this proves the float64 one above ``worst`` (none below ``floor``)."""
+    return worst * grow if worst >= floor else np.inf
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
     """For rows start <= z < stop: the (k+1)-th smallest float64 ``sq`` over all points (self included).
@@ -133,7 +139,7 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
             _sq_row(sq, X, z, XT, y0, y1)
             b = best[i]
             worst = b[k]
-            bound = worst * grow if worst >= floor else np.inf
+            bound = _above_bound(worst, grow, floor)
             hits = 0
             for t in range(w):  # vectorised: after the first blocks, most rows have none
                 hits += sq[t] <= bound
@@ -150,7 +156,7 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
                             p -= 1
                         b[p] = e
                         worst = b[k]
-                        bound = worst * grow if worst >= floor else np.inf
+                        bound = _above_bound(worst, grow, floor)
     out = np.empty(rows)
     for i in range(rows):
         out[i] = best[i, k]
@@ -363,36 +369,27 @@ def _pairs_max(X, order, r0, r1, q0, q1, buf, sq, best):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def block_max_sq(X, order, bounds, lo, hi, best, g0, g1):
+def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
     """Largest float64 ``sq`` over the pairs of group pairs (I, J >= I), g0 <= I < g1, pruned by boxes.
 
     Leaf L holds the points ``order[bounds[L]:bounds[L + 1]]`` with box ``lo[L]..hi[L]``; group I is
     the ``DIAMETER_GROUP`` consecutive leaves from ``I * DIAMETER_GROUP`` (a subtree of the k-d
-    split), with the box around theirs.  No pair of A x B exceeds :func:`_box_bound`, so a group pair,
-    then a leaf pair, whose bound is below the running maximum ``best`` (initially a true pair's
-    ``sq``) is skipped.  Where most leaf pairs of a group pair survive (high d: boxes prune little),
-    the group pair is computed whole, in long vectors; the rest exactly, column by column, as the
-    oracle does.
+    split), with box ``glo[I]..ghi[I]`` around theirs.  No pair of A x B exceeds :func:`_box_bound`,
+    so a group pair, then a leaf pair, whose bound is below the running maximum ``best`` (initially a
+    true pair's ``sq``) is skipped.  Where most leaf pairs of a group pair survive (high d: boxes prune
+    little), the group pair is computed whole, in long vectors; the rest exactly, column by column, as
+    the oracle does.
     """
     d = X.shape[1]
     G = DIAMETER_GROUP
     nf = bounds.shape[0] - 1
-    ng = (nf + G - 1) // G
-    glo = np.empty((ng, d))
-    ghi = np.empty((ng, d))
+    ng = glo.shape[0]
     width = 1
     for g in range(ng):
-        f0, f1 = g * G, min(g * G + G, nf)
-        width = max(width, bounds[f1] - bounds[f0])
-        for j in range(d):
-            a, b = lo[f0, j], hi[f0, j]
-            for f in range(f0 + 1, f1):
-                a = min(a, lo[f, j])
-                b = max(b, hi[f, j])
-            glo[g, j] = a
-            ghi[g, j] = b
+        width = max(width, bounds[min(g * G + G, nf)] - bounds[g * G])
     buf = np.empty((d, width))
     sq = np.empty(width)
+    leaf_bound = np.empty((G, G))
     for gi in range(g0, g1):
         i0, i1 = gi * G, min(gi * G + G, nf)
         for gj in range(gi, ng):
@@ -403,14 +400,16 @@ def block_max_sq(X, order, bounds, lo, hi, best, g0, g1):
             total = 0
             for fi in range(i0, i1):
                 for fj in range(max(fi, j0) if gi == gj else j0, j1):
+                    ub = _box_bound(lo, hi, fi, fj)
+                    leaf_bound[fi - i0, fj - j0] = ub
                     total += 1
-                    kept += _box_bound(lo, hi, fi, fj) >= best
+                    kept += ub >= best
             if 2 * kept > total:
                 best = _pairs_max(X, order, bounds[i0], bounds[i1], bounds[j0], bounds[j1], buf, sq, best)
                 continue
             for fi in range(i0, i1):
                 for fj in range(max(fi, j0) if gi == gj else j0, j1):
-                    if _box_bound(lo, hi, fi, fj) >= best:
+                    if leaf_bound[fi - i0, fj - j0] >= best:
                         best = _pairs_max(X, order, bounds[fi], bounds[fi + 1], bounds[fj], bounds[fj + 1],
                                           buf, sq, best)  # fmt: skip
     return best

@@ -216,8 +216,7 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
 
     wt = float64 if exact_work else float32
     size = work.itemsize
-    tile_max = tile_points(size * d, threads, shared_bytes)  # coordinates
-    tile_count = tile_max
+    tile_coords = tile_points(size * d, threads, shared_bytes)  # the diameter's and the counts' tiles
     # per point: coordinates, T (float64), 5 constants, and in float32 the coordinates again in float64 for
     # the sums; float64 sums from the tile itself, beside a 1 x 1 placeholder for the unused copy
     if exact_work:
@@ -244,16 +243,16 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         tid = cuda.threadIdx.x
         first = a + cuda.blockIdx.x * threads
         i = first + tid
-        tile = cuda.shared.array((tile_max, d), wt)
+        tile = cuda.shared.array((tile_coords, d), wt)
         me = cuda.local.array((1, d), wt)
         load_own(me, X, i)
         best = 0.0
         bound = floor_of(best)
-        for j0 in range(first, n, tile_max):
+        for j0 in range(first, n, tile_coords):
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
-                for t in range(min(tile_max, n - j0)):
+                for t in range(min(tile_coords, n - j0)):
                     v = sq_tile(tile, t, me, 0)
                     if v >= bound and j0 + t > i:
                         e = sq_above(v, X, j0 + t, i)
@@ -279,15 +278,15 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         n = X.shape[0]
         tid = cuda.threadIdx.x
         i = a + cuda.blockIdx.x * threads + tid
-        tile = cuda.shared.array((tile_count, d), wt)
+        tile = cuda.shared.array((tile_coords, d), wt)
         me = cuda.local.array((1, d), wt)
         load_own(me, X, i)
         own = 0
-        for j0 in range(0, n, tile_count):
+        for j0 in range(0, n, tile_coords):
             load_tile(tile, X, j0, tid)
             cuda.syncthreads()
             if i < b:
-                for t in range(min(tile_count, n - j0)):
+                for t in range(min(tile_coords, n - j0)):
                     v = sq_tile(tile, t, me, 0)
                     inside = v <= Tlo
                     if not inside and v <= Thi:
