@@ -6,6 +6,8 @@ puts many pairs exactly on the lambda boundary to exercise that.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from points import awkward, blobs, bodies_step, float32_misordered, normalised
@@ -112,17 +114,61 @@ def test_float32_kth_radii_keep_the_pair_their_float32_sq_misorders(monkeypatch)
     assert cpu.kth_part(near, 0, 3, 1)[0] > oracle.kth_neighbour_radius(s, 1)[0]
 
 
-def test_shift_sums_with_other_targets_equal_the_dense_formula():
+@pytest.mark.parametrize(
+    "n_ref,d",
+    [(60, 3), (61, 1), (62, 8), (63, 13), (61, 16), (kern.REF_CHUNK + 3, 17)],
+)  # groups of 4 references whole and short (also at a chunk's end); d below, at and above the 8 columns
+# summed in registers, and d = 16 where the columns before the last 8 go through the buffer
+def test_shift_sums_with_other_targets_equal_the_dense_formula(n_ref, d):
     """References P and targets Y apart (an out-of-sample shift): A(y) = mean_z rho(z, y), B = mean rho z."""
     rng = np.random.default_rng(1)
-    P = normalised(awkward(60, 3, seed=2))
-    Y = np.vstack([rng.uniform(-0.2, 1.2, size=(25, 3)), P[:5]])  # some outside [0, 1], some on refs
+    P = normalised(awkward(n_ref, d, seed=2))
+    Y = np.vstack([rng.uniform(-0.2, 1.2, size=(25, d)), P[:5]])  # some outside [0, 1], some on refs
     m, lam = oracle.pairwise_distances(P).max(), 0.2
     counts = np.count_nonzero(oracle.pairwise_distances(P) / m <= lam, axis=1)
-    radius, q = plan.neighbourhood_from_counts(counts, 60, 3, lam)
+    radius, q = plan.neighbourhood_from_counts(counts, n_ref, d, lam)
     A, B = cpu.shift_sums(P, Y, plan.shift_plan(m, radius, q, P.mean(axis=0), "float64"))
     s = oracle.pairwise_distances(P, Y) / m
     nb = oracle.Neighbourhood(m, radius, q, counts)
     rho = oracle.shift_ratios(s, oracle.scaled_distances(s, nb))
     assert np.abs(A - rho.mean(axis=0)).max() <= 1e-12
-    assert np.abs(B - rho.T @ P / 60).max() <= 1e-12
+    assert np.abs(B - rho.T @ P / n_ref).max() <= 1e-12
+
+
+def _float32_rho(P32, Y32, shift_plan):
+    """rho(z, y) as the float32 kernels define it, in NumPy: ``sq`` summed column by column in float32,
+    membership from the float64 ``sq`` of the upcast coordinates, rho outside in float32."""
+    sq32 = np.zeros((len(P32), len(Y32)), np.float32)
+    sq64 = np.zeros((len(P32), len(Y32)))
+    for j in range(P32.shape[1]):
+        e = P32[:, j, None] - Y32[None, :, j]
+        sq32 += e * e
+        e64 = P32[:, j, None].astype(np.float64) - Y32[None, :, j].astype(np.float64)
+        sq64 += e64 * e64
+    with np.errstate(divide="ignore"):
+        outside = shift_plan.a[:, None] + shift_plan.bm[:, None] / np.sqrt(sq32)
+    rho = np.where(sq64 <= shift_plan.T[:, None], shift_plan.rin[:, None], outside)
+    return np.where(sq32 == 0, np.float32(1), rho).astype(np.float64), sq32
+
+
+def test_float32_shift_sums_take_membership_from_the_float64_sq_in_the_guard_band():
+    """On a lattice many float32 ``sq`` lie within rounding of the thresholds; the shift's rho there
+    follows the float64 ``sq`` (the guard band re-check), checked against NumPy; with the band closed
+    (T_hi = T_lo: the band's pairs taken as outside) the same kernel is off, so the check has teeth."""
+    g = np.arange(11) / 10
+    P = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)[::3]
+    P32 = P.astype(np.float32)
+    Y32 = P32[::5] + np.float32(0.05)
+    m = float(np.sqrt(3))
+    radius = np.full(len(P), np.sqrt(0.02 / 3))  # thresholds at the lattice's sq = 0.02
+    shift_plan = plan.shift_plan(m, radius, radius * 0.9, P32.astype(np.float64).mean(axis=0), "float32")
+    rho, sq32 = _float32_rho(P32, P32, shift_plan)
+    band = (sq32 > shift_plan.Tlo[:, None]) & (sq32 <= shift_plan.Thi[:, None])
+    assert band.sum() > 100  # the lattice does put pairs in the band
+    A, B = cpu.shift_sums(P32, P32, shift_plan)
+    assert np.abs(A - rho.mean(axis=0)).max() <= 1e-12
+    assert np.abs(B - rho.T @ P32.astype(np.float64) / len(P)).max() <= 1e-12
+    rho_y, _ = _float32_rho(P32, Y32, shift_plan)
+    assert np.abs(cpu.shift_sums(P32, Y32, shift_plan)[0] - rho_y.mean(axis=0)).max() <= 1e-12
+    A_closed, _ = cpu.shift_sums(P32, P32, dataclasses.replace(shift_plan, Thi=shift_plan.Tlo))
+    assert np.abs(A_closed - rho.mean(axis=0)).max() > 1e-11  # rho is continuous at the boundary: small

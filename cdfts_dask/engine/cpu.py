@@ -144,7 +144,9 @@ def shift_sums(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan) -> tuple[np.ndarra
     YT = np.ascontiguousarray(Y.T)
     A = np.zeros(Y.shape[0])
     BT = np.zeros((Y.shape[1], Y.shape[0]))
-    kern.shift_accumulate(P, YT, plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, A, BT)
+    kern.shift_accumulate(
+        P, YT, plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, A, BT, kern.columns_token(P.shape[1])
+    )
     return A / n_ref, BT.T / n_ref
 
 

@@ -4,7 +4,9 @@ Membership tests ``sq <= T`` use the exact thresholds of
 :mod:`cdfts_dask.engine.plan`, with ``sq`` summed column by column in the
 oracle's order; no ``fastmath`` is used (it would allow FMA contraction and
 reassociation of ``sq``); vectorisation comes from loops whose innermost
-index runs over targets, where every operation is elementwise.  The same
+index runs over targets, where every operation is elementwise (the shift
+kernel unrolls its column loop inside the target loop, ``d`` being a
+compile-time constant there, so each target's ``sq`` stays in a register).  The same
 kernels run on float32 points (8 SIMD lanes instead of 4): float32 ``sq``
 inside the guard band ``[T_lo, T_hi]`` is re-evaluated in float64 from the
 exactly upcast coordinates; rho is computed in the points' dtype and
@@ -18,9 +20,11 @@ from numba import njit
 
 #: targets per inner block: the block's coordinates, accumulators and buffers stay in L1
 BLOCK = 256
-#: references per outer chunk of the shift pass (even; 2048 x d values stay in L2 while the
-#: target panel's blocks sweep them); each target still sums references in order 0..n-1
+#: references per outer chunk of the shift pass (2048 x d values stay in L2 while the target
+#: panel's blocks sweep them); each target still sums references in order 0..n-1, four at a time
 REF_CHUNK = 2048
+#: columns of the shift's ``sq`` summed in registers per sweep (unrolled: the per-d kernel's constant)
+SQ_COLUMNS = 8
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -163,103 +167,175 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
     return out
 
 
+def columns_token(d: int) -> tuple:
+    """The ``columns`` argument of :func:`shift_accumulate` for d columns."""
+    return (0,) * d
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def head_columns(d):
+    """Columns of the shift's ``sq`` summed through buffers before the last (fused) chunk of at most
+    ``SQ_COLUMNS``: none for d <= SQ_COLUMNS."""
+    return SQ_COLUMNS * ((d - 1) // SQ_COLUMNS)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _rho_row(sq, rho, w, X, z, YT, y0, T, tlo, thi, rz, az, bz):
-    """rho(z, y) for one reference z over a target block (exact membership, guard band re-check)."""
-    one = rho.dtype.type(1.0)
+def _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3):
+    """``s_k[t] += sum_{j0 <= j < j0 + SQ_COLUMNS} (X[z_k, j] - YT[j, y0 + t])^2`` for the group's references.
+
+    The column loop has a constant length, so it unrolls and the target loop
+    vectorises, every target coordinate loaded once for the four references.
+    """
+    x0, x1, x2, x3 = X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
+    for t in range(w):
+        u = np.uint64(y0 + t)  # unsigned: no negative-index wrap, so the loads stay contiguous vectors
+        v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
+        for j in range(SQ_COLUMNS):
+            c = YT[np.uint64(j0 + j), u]
+            e0, e1, e2, e3 = x0[j] - c, x1[j] - c, x2[j] - c, x3[j] - c
+            v0 += e0 * e0
+            v1 += e1 * e1
+            v2 += e2 * e2
+            v3 += e3 * e3
+        s0[t], s1[t], s2[t], s3[t] = v0, v1, v2, v3
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _rho(v, tlo, rz, az, bz):
+    """rho of a pair from its working-dtype ``sq`` v: 1 at v = 0, ``r(z)`` inside, else ``a + b / sqrt v``."""
+    out = az + bz / np.sqrt(v)
+    return 1.0 if v == 0 else np.float64(rz if v <= tlo else out)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _in_band(v, tlo, thi):
+    return (v > tlo) & (v <= thi)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, rin, a, bm, r0, r1, r2, r3):
+    """rho of the group's four references against targets [y0, y0 + w) into ``r_k`` (float64): ``sq``
+    from ``s_k`` plus columns [``head_columns(d)``, d), summed in registers (``d = len(columns)``, a
+    compile-time constant); returns the number of targets with a ``sq`` inside some reference's guard
+    band (the caller re-checks those in float64)."""
+    d = len(columns)
+    j0 = head_columns(d)
+    cols = d - j0
+    x0, x1, x2, x3 = X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
+    l0, l1, l2, l3 = Tlo[z0], Tlo[z1], Tlo[z2], Tlo[z3]
+    h0, h1, h2, h3 = Thi[z0], Thi[z1], Thi[z2], Thi[z3]
+    i0, i1, i2, i3 = rin[z0], rin[z1], rin[z2], rin[z3]
+    a0, a1, a2, a3 = a[z0], a[z1], a[z2], a[z3]
+    b0, b1, b2, b3 = bm[z0], bm[z1], bm[z2], bm[z3]
+    zero = s0.dtype.type(0)
     amb = 0
     for t in range(w):
-        v = sq[t]
-        out = az + bz / np.sqrt(v)
-        r = rz if v <= tlo else out
-        rho[t] = one if v == 0 else r
-        amb += (v > tlo) & (v <= thi)
-    if amb:
-        for t in range(w):
-            v = sq[t]
-            if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
-                rho[t] = rz
+        u = np.uint64(y0 + t)
+        if j0:  # a constant: the branch folds
+            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
+        else:
+            v0, v1, v2, v3 = zero, zero, zero, zero
+        for j in range(cols):
+            c = YT[np.uint64(j0 + j), u]
+            e0, e1, e2, e3 = x0[j] - c, x1[j] - c, x2[j] - c, x3[j] - c
+            v0 += e0 * e0
+            v1 += e1 * e1
+            v2 += e2 * e2
+            v3 += e3 * e3
+        r0[t] = _rho(v0, l0, i0, a0, b0)
+        r1[t] = _rho(v1, l1, i1, a1, b1)
+        r2[t] = _rho(v2, l2, i2, a2, b2)
+        r3[t] = _rho(v3, l3, i3, a3, b3)
+        amb += _in_band(v0, l0, h0) | _in_band(v1, l1, h1) | _in_band(v2, l2, h2) | _in_band(v3, l3, h3)
+    return amb
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT):
+def _band_recheck(X, YT, y0, w, z, rho, T, tlo, thi, rz):
+    """Exact membership where the working-dtype ``sq`` (summed again, in the same order: the same value)
+    lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``."""
+    for t in range(w):
+        v = X.dtype.type(0)
+        for j in range(X.shape[1]):
+            e = X[z, j] - YT[j, y0 + t]
+            v += e * e
+        if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
+            rho[t] = rz
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _accumulate_group(X, z0, z1, z2, z3, r0, r1, r2, r3, A, BT, y0, y1):
+    """``A(y) += sum_k r_k(y)`` and ``BT[:, y] += sum_k r_k(y) z_k`` over the group's four references."""
+    w = y1 - y0
+    Ab = A[y0:y1]
+    for t in range(w):
+        Ab[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
+    for j in range(BT.shape[0]):
+        c0, c1 = np.float64(X[z0, j]), np.float64(X[z1, j])
+        c2, c3 = np.float64(X[z2, j]), np.float64(X[z3, j])
+        acc = BT[j, y0:y1]
+        for t in range(w):
+            acc[t] += (r0[t] * c0 + r1[t] * c1) + (r2[t] * c2 + r3[t] * c3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _buffers(dtype):
+    """Four zeroed ``BLOCK``-long vectors (separate arrays: each a contiguous 1-d type)."""
+    return np.zeros(BLOCK, dtype), np.zeros(BLOCK, dtype), np.zeros(BLOCK, dtype), np.zeros(BLOCK, dtype)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
     """Accumulate ``A(y) += sum_z rho(z, y)`` and ``BT[:, y] += sum_z rho(z, y) z`` over all refs z.
 
-    ``X``: reference points (rows z), ``YT``: target block transposed (d x nt).
+    ``X``: reference points (rows z), ``YT``: target block transposed (d x nt),
+    ``columns``: a tuple of ``d = X.shape[1]`` zeros (:func:`columns_token`): its length is
+    part of the kernel's type, so d is a compile-time constant (one compiled kernel per d).
     Per reference z: ``T[z]`` its membership threshold on ``sq`` (float64;
     ``Tlo``/``Thi`` the guard band in X's dtype), ``rin[z] = r(z)`` (rho inside),
     and rho outside ``= a[z] + bm[z] / sqrt(sq)`` (the oracle's
     ``((s - lam) (1 - q) / (1 - lam) + q) / s`` with ``s = sqrt(sq) / m``);
     rho = 1 where sq = 0.
 
-    References are swept in chunks of ``REF_CHUNK`` (cache blocking) and taken
-    two at a time (register blocking): one load of each
-    target coordinate serves both ``sq`` sums, and A and B are read and
-    written once per pair of references.  Every target sees the same sequence
-    of operations, so duplicate targets get bit-identical sums.
+    References are swept in chunks of ``REF_CHUNK`` (cache blocking) and in
+    groups of four against blocks of ``BLOCK`` targets: each target's ``sq``
+    to the four references is summed in registers, ``SQ_COLUMNS`` columns at a
+    time (the first ``d - last`` columns through a buffer, the last ones
+    fused with rho); then A and B take the group's four rho rows in one pass
+    (a group short of four references repeats its last one with rho 0).
+    Every target sees the same sequence of operations, so duplicate targets
+    get bit-identical sums.
     """
+    head = head_columns(len(columns))
     n = X.shape[0]
-    sq0 = np.empty(BLOCK, dtype=X.dtype)
-    sq1 = np.empty(BLOCK, dtype=X.dtype)
-    r0 = np.empty(BLOCK, dtype=X.dtype)
-    r1 = np.empty(BLOCK, dtype=X.dtype)
+    nt = YT.shape[1]
+    s0, s1, s2, s3 = _buffers(X.dtype)  # sq of the columns before the last chunk
+    r0, r1, r2, r3 = _buffers(np.float64)  # rho of the group's references
     for c0 in range(0, n, REF_CHUNK):
         c1 = min(c0 + REF_CHUNK, n)
-        _shift_chunk(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, c0, c1, sq0, sq1, r0, r1)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _shift_chunk(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, c0, c1, sq0, sq1, r0, r1):
-    """References [c0, c1) against every target block (the chunk stays in L2 meanwhile)."""
-    d = X.shape[1]
-    nt = YT.shape[1]
-    for y0 in range(0, nt, BLOCK):
-        y1 = min(y0 + BLOCK, nt)
-        w = y1 - y0
-        Ab = A[y0:y1]
-        for z in range(c0, c1 - 1, 2):
-            zb = z + 1
-            for t in range(w):
-                sq0[t] = 0.0
-                sq1[t] = 0.0
-            for j in range(d):
-                za = X[z, j]
-                zc = X[zb, j]
-                col = YT[j, y0:y1]
-                for t in range(w):
-                    c = col[t]
-                    d0 = za - c
-                    d1 = zc - c
-                    sq0[t] += d0 * d0
-                    sq1[t] += d1 * d1
-            _rho_row(sq0, r0, w, X, z, YT, y0, T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z])
-            _rho_row(sq1, r1, w, X, zb, YT, y0, T[zb], Tlo[zb], Thi[zb], rin[zb], a[zb], bm[zb])
-            for t in range(w):
-                Ab[t] += np.float64(r0[t]) + np.float64(r1[t])
-            for j in range(d):
-                za = np.float64(X[z, j])
-                zc = np.float64(X[zb, j])
-                acc = BT[j, y0:y1]
-                for t in range(w):
-                    acc[t] += r0[t] * za + r1[t] * zc
-        if (c1 - c0) % 2:  # the chunk's last reference alone
-            z = c1 - 1
-            for t in range(w):
-                sq0[t] = 0.0
-            for j in range(d):
-                za = X[z, j]
-                col = YT[j, y0:y1]
-                for t in range(w):
-                    d0 = za - col[t]
-                    sq0[t] += d0 * d0
-            _rho_row(sq0, r0, w, X, z, YT, y0, T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z])
-            for t in range(w):
-                Ab[t] += r0[t]
-            for j in range(d):
-                za = np.float64(X[z, j])
-                acc = BT[j, y0:y1]
-                for t in range(w):
-                    acc[t] += r0[t] * za
+        for y0 in range(0, nt, BLOCK):
+            y1 = min(y0 + BLOCK, nt)
+            w = y1 - y0
+            for z0 in range(c0, c1, 4):
+                g = min(4, c1 - z0)  # references in this group
+                z1, z2, z3 = z0 + min(1, g - 1), z0 + min(2, g - 1), z0 + min(3, g - 1)
+                if head:
+                    for t in range(w):
+                        s0[t], s1[t], s2[t], s3[t] = 0, 0, 0, 0
+                    for j0 in range(0, head, SQ_COLUMNS):
+                        _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
+                amb = _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3,
+                                 Tlo, Thi, rin, a, bm, r0, r1, r2, r3)  # fmt: skip
+                if amb:
+                    for z, r in ((z0, r0), (z1, r1), (z2, r2), (z3, r3)):
+                        _band_recheck(X, YT, y0, w, z, r, T[z], Tlo[z], Thi[z], rin[z])
+                if g < 4:  # a short group's repeated reference adds nothing
+                    r3[:w] = 0
+                    if g < 3:
+                        r2[:w] = 0
+                    if g < 2:
+                        r1[:w] = 0
+                _accumulate_group(X, z0, z1, z2, z3, r0, r1, r2, r3, A, BT, y0, y1)
 
 
 #: points per leaf of the diameter's k-d blocks: small leaves have tight boxes (at d = 8, 43% of the leaf
