@@ -179,6 +179,20 @@ def head_columns(d):
     return SQ_COLUMNS * ((d - 1) // SQ_COLUMNS)
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _add_columns(YT, u, j0, cols, x0, x1, x2, x3, v0, v1, v2, v3):
+    """``v_k + sum_{j < cols} (x_k[j] - YT[j0 + j, u])^2``, column by column, for one target u (cols a
+    constant: the loop unrolls; the caller's loop over targets vectorises)."""
+    for j in range(cols):
+        c = YT[np.uint64(j0 + j), u]
+        e0, e1, e2, e3 = x0[j] - c, x1[j] - c, x2[j] - c, x3[j] - c
+        v0 += e0 * e0
+        v1 += e1 * e1
+        v2 += e2 * e2
+        v3 += e3 * e3
+    return v0, v1, v2, v3
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3):
     """``s_k[t] += sum_{j0 <= j < j0 + SQ_COLUMNS} (X[z_k, j] - YT[j, y0 + t])^2`` for the group's references.
@@ -190,13 +204,7 @@ def _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3):
     for t in range(w):
         u = np.uint64(y0 + t)  # unsigned: no negative-index wrap, so the loads stay contiguous vectors
         v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
-        for j in range(SQ_COLUMNS):
-            c = YT[np.uint64(j0 + j), u]
-            e0, e1, e2, e3 = x0[j] - c, x1[j] - c, x2[j] - c, x3[j] - c
-            v0 += e0 * e0
-            v1 += e1 * e1
-            v2 += e2 * e2
-            v3 += e3 * e3
+        v0, v1, v2, v3 = _add_columns(YT, u, j0, SQ_COLUMNS, x0, x1, x2, x3, v0, v1, v2, v3)
         s0[t], s1[t], s2[t], s3[t] = v0, v1, v2, v3
 
 
@@ -235,13 +243,7 @@ def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, 
             v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
         else:
             v0, v1, v2, v3 = zero, zero, zero, zero
-        for j in range(cols):
-            c = YT[np.uint64(j0 + j), u]
-            e0, e1, e2, e3 = x0[j] - c, x1[j] - c, x2[j] - c, x3[j] - c
-            v0 += e0 * e0
-            v1 += e1 * e1
-            v2 += e2 * e2
-            v3 += e3 * e3
+        v0, v1, v2, v3 = _add_columns(YT, u, j0, cols, x0, x1, x2, x3, v0, v1, v2, v3)
         r0[t] = _rho(v0, l0, i0, a0, b0)
         r1[t] = _rho(v1, l1, i1, a1, b1)
         r2[t] = _rho(v2, l2, i2, a2, b2)
