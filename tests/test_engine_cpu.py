@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from points import awkward, blobs, bodies_step, float32_misordered, normalised
+from points import awkward, blobs, bodies_step, float32_misordered, normalised, rounded32
 
 from cdfts_dask import oracle
 from cdfts_dask.engine import cpu, plan
@@ -31,6 +31,17 @@ def test_cpu_bodies_equal_oracle(n, estimator, k):
     np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= 1e-9
     assert abs(delta - ref.delta) <= 1e-9
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("d", [1, 8, 13, 16, 17])
+def test_counts_equal_oracle_across_dimensions(d, dtype):
+    """The count kernel's rows go four at a time below each block of targets, their ``sq`` summed in
+    registers 8 columns at a time (the first through a buffer above d = 8): counts equal the oracle's."""
+    X = normalised(awkward(700, d, seed=d))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.15)
+    _, counts, _, _ = bodies_step(cpu, X, 0.15, "epsilon", None, dtype=dtype, parts=3)
+    np.testing.assert_array_equal(counts, ref.counts)
 
 
 def test_threshold_is_the_exact_boundary():

@@ -94,7 +94,8 @@ def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
     n, d = X.shape
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     counts = np.zeros(n, dtype=np.int64)
-    kern.count_upper(X, np.ascontiguousarray(X.T), a, b, np.float64(T), Tlo[0], Thi[0], counts)
+    XT = np.ascontiguousarray(X.T)
+    kern.count_upper(X, XT, a, b, np.float64(T), Tlo[0], Thi[0], counts, kern.columns_token(d))
     return counts
 
 

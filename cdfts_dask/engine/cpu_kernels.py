@@ -5,8 +5,9 @@ Membership tests ``sq <= T`` use the exact thresholds of
 oracle's order; no ``fastmath`` is used (it would allow FMA contraction and
 reassociation of ``sq``); vectorisation comes from loops whose innermost
 index runs over targets, where every operation is elementwise (the shift
-kernel unrolls its column loop inside the target loop, ``d`` being a
-compile-time constant there, so each target's ``sq`` stays in a register).  The same
+and count kernels take four points at a time and unroll the column loop
+inside the target loop, ``d`` being a compile-time constant there, so each
+target's four ``sq`` stay in registers).  The same
 kernels run on float32 points (8 SIMD lanes instead of 4): float32 ``sq``
 inside the guard band ``[T_lo, T_hi]`` is re-evaluated in float64 from the
 exactly upcast coordinates; rho is computed in the points' dtype and
@@ -73,18 +74,39 @@ def farthest_sq(X):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def count_upper(X, XT, start, stop, T, Tlo, Thi, counts):
+def count_upper(X, XT, start, stop, T, Tlo, Thi, counts, columns):
     """Epsilon counts from the pairs (z, y), start <= z < stop, y > z, added to both z and y.
 
     ``sq <= T`` is the oracle's ``S / m <= lam`` (see module docstring); each
     unordered pair is visited once and counts for both of its points; the
-    point itself (sq = 0) is counted here for the panel rows.
+    point itself (sq = 0) is counted here for the panel rows.  ``columns``:
+    as for :func:`shift_accumulate` (d a compile-time constant).  Rows whose
+    targets in a block all lie above them go four at a time, their ``sq`` in
+    registers (:func:`_count_group`); rows meeting the diagonal go one by one.
     """
-    n, d = X.shape
+    n = X.shape[0]
+    head = head_columns(len(columns))
     sq = np.empty(BLOCK, dtype=X.dtype)
+    s0, s1, s2, s3 = _buffers(X.dtype)
     for y0 in range(start + 1, n, BLOCK):
         y1 = min(y0 + BLOCK, n)
-        for z in range(start, min(stop, y1 - 1)):
+        w = y1 - y0
+        rows_end = min(stop, y1 - 1)
+        z = start
+        while z + 4 <= rows_end and z + 3 < y0:  # the four rows' targets: all of [y0, y1)
+            if head:
+                _sq_head(X, XT, y0, w, z, z + 1, z + 2, z + 3, head, s0, s1, s2, s3)
+            c0, c1, c2, c3, amb = _count_group(X, XT, y0, w, z, columns, s0, s1, s2, s3, Tlo, Thi, counts)
+            counts[z] += c0
+            counts[z + 1] += c1
+            counts[z + 2] += c2
+            counts[z + 3] += c3
+            if amb:
+                for zk in range(z, z + 4):
+                    counts[zk] += _count_band(X, XT, zk, y0, y1, T, Tlo, Thi, counts, sq)
+            z += 4
+        grouped = z
+        for z in range(grouped, rows_end):  # the rows left, one by one
             lo = max(z + 1, y0)
             w = y1 - lo
             if w <= 0:
@@ -108,6 +130,50 @@ def count_upper(X, XT, start, stop, T, Tlo, Thi, counts):
             counts[z] += c
     for z in range(start, stop):
         counts[z] += 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _count_group(X, XT, y0, w, z0, columns, s0, s1, s2, s3, Tlo, Thi, counts):
+    """Rows z0..z0+3 against targets [y0, y0 + w): ``sq`` from ``s_k`` plus the last columns in registers
+    (as :func:`_rho_group`); each target's count gains its rows with ``sq <= T_lo``.  Returns the four
+    rows' counts of those targets and the number of targets with some ``sq`` in the guard band."""
+    d = len(columns)
+    j0 = head_columns(d)
+    x0, x1, x2, x3 = X[z0, j0:], X[z0 + 1, j0:], X[z0 + 2, j0:], X[z0 + 3, j0:]
+    zero = s0.dtype.type(0)
+    cnt = counts[y0 : y0 + w]
+    c0 = c1 = c2 = c3 = amb = 0
+    for t in range(w):
+        u = np.uint64(y0 + t)
+        if j0:  # a constant: the branch folds
+            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
+        else:
+            v0, v1, v2, v3 = zero, zero, zero, zero
+        v0, v1, v2, v3 = _add_columns(XT, u, j0, d - j0, x0, x1, x2, x3, v0, v1, v2, v3)
+        i0, i1, i2, i3 = v0 <= Tlo, v1 <= Tlo, v2 <= Tlo, v3 <= Tlo
+        cnt[t] += (np.int64(i0) + np.int64(i1)) + (np.int64(i2) + np.int64(i3))
+        c0 += i0
+        c1 += i1
+        c2 += i2
+        c3 += i3
+        band = _in_band(v0, Tlo, Thi) | _in_band(v1, Tlo, Thi)
+        amb += band | _in_band(v2, Tlo, Thi) | _in_band(v3, Tlo, Thi)
+    return c0, c1, c2, c3, amb
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _count_band(X, XT, z, y0, y1, T, Tlo, Thi, counts, sq):
+    """Row z's pairs with targets [y0, y1) whose working-dtype ``sq`` (summed again into ``sq``, in the
+    same order: the same values) lies in the guard band: those within ``T`` in float64 are counted for
+    the target here and returned for z."""
+    _sq_row(sq, X, z, XT, y0, y1)
+    c = 0
+    for t in range(y1 - y0):
+        v = sq[t]
+        if v > Tlo and v <= Thi and _sq64(X, z, XT, y0 + t) <= T:
+            c += 1
+            counts[y0 + t] += 1
+    return c
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
@@ -208,6 +274,15 @@ def _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3):
         s0[t], s1[t], s2[t], s3[t] = v0, v1, v2, v3
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3):
+    """``s_k[t]`` = the ``sq`` of the group's references and target y0 + t over columns [0, head)."""
+    for t in range(w):
+        s0[t], s1[t], s2[t], s3[t] = 0, 0, 0, 0
+    for j0 in range(0, head, SQ_COLUMNS):
+        _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 def _rho(v, tlo, rz, az, bz):
     """rho of a pair from its working-dtype ``sq`` v: 1 at v = 0, ``r(z)`` inside, else ``a + b / sqrt v``."""
@@ -253,14 +328,12 @@ def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _band_recheck(X, YT, y0, w, z, rho, T, tlo, thi, rz):
-    """Exact membership where the working-dtype ``sq`` (summed again, in the same order: the same value)
-    lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``."""
-    for t in range(w):
-        v = X.dtype.type(0)
-        for j in range(X.shape[1]):
-            e = X[z, j] - YT[j, y0 + t]
-            v += e * e
+def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, rz, sq):
+    """Exact membership where the working-dtype ``sq`` (summed again into ``sq``, in the same order: the
+    same values) lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``."""
+    _sq_row(sq, X, z, YT, y0, y1)
+    for t in range(y1 - y0):
+        v = sq[t]
         if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
             rho[t] = rz
 
@@ -313,6 +386,7 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
     nt = YT.shape[1]
     s0, s1, s2, s3 = _buffers(X.dtype)  # sq of the columns before the last chunk
     r0, r1, r2, r3 = _buffers(np.float64)  # rho of the group's references
+    sq = np.empty(BLOCK, dtype=X.dtype)  # one reference's sq, for the guard band re-check
     for c0 in range(0, n, REF_CHUNK):
         c1 = min(c0 + REF_CHUNK, n)
         for y0 in range(0, nt, BLOCK):
@@ -322,15 +396,12 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
                 g = min(4, c1 - z0)  # references in this group
                 z1, z2, z3 = z0 + min(1, g - 1), z0 + min(2, g - 1), z0 + min(3, g - 1)
                 if head:
-                    for t in range(w):
-                        s0[t], s1[t], s2[t], s3[t] = 0, 0, 0, 0
-                    for j0 in range(0, head, SQ_COLUMNS):
-                        _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
+                    _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3)
                 amb = _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3,
                                  Tlo, Thi, rin, a, bm, r0, r1, r2, r3)  # fmt: skip
                 if amb:
                     for z, r in ((z0, r0), (z1, r1), (z2, r2), (z3, r3)):
-                        _band_recheck(X, YT, y0, w, z, r, T[z], Tlo[z], Thi[z], rin[z])
+                        _band_recheck(X, YT, y0, y1, z, r, T[z], Tlo[z], Thi[z], rin[z], sq)
                 if g < 4:  # a short group's repeated reference adds nothing
                     r3[:w] = 0
                     if g < 3:
