@@ -33,15 +33,17 @@ def test_cpu_bodies_equal_oracle(n, estimator, k):
     assert abs(delta - ref.delta) <= 1e-9
 
 
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 7)])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("d", [1, 8, 13, 16, 17])
-def test_counts_equal_oracle_across_dimensions(d, dtype):
-    """The count kernel's rows go four at a time below each block of targets, their ``sq`` summed in
-    registers 8 columns at a time (the first through a buffer above d = 8): counts equal the oracle's."""
+def test_reference_pass_equals_oracle_across_dimensions(d, dtype, estimator, k):
+    """The count and k-th kernels take rows four at a time, their ``sq`` summed in registers 8 columns at
+    a time (the first through a buffer above d = 8; k-NN panels of 233 rows and 1 leave short groups): counts
+    and radii equal the oracle's."""
     X = normalised(awkward(700, d, seed=d))
-    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.15)
-    _, counts, _, _ = bodies_step(cpu, X, 0.15, "epsilon", None, dtype=dtype, parts=3)
-    np.testing.assert_array_equal(counts, ref.counts)
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.15, estimator, k)
+    _, stats, _, _ = bodies_step(cpu, X, 0.15, estimator, k, dtype=dtype, parts=3)
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
 
 
 def test_threshold_is_the_exact_boundary():

@@ -110,7 +110,8 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     if k + 1 <= KTH_BUFFER_MAX:
         X = np.ascontiguousarray(X)
         _, grow, floor = sq_bound_factors(X.shape[1], X.dtype)
-        return np.sqrt(kern.kth_smallest_sq(X, np.ascontiguousarray(X.T), a, b, k, grow, floor))
+        XT = np.ascontiguousarray(X.T)
+        return np.sqrt(kern.kth_smallest_sq(X, XT, a, b, k, grow, floor, kern.columns_token(X.shape[1])))
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     XT = np.ascontiguousarray(X64.T)
     n = X64.shape[0]

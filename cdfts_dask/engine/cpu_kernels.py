@@ -4,8 +4,8 @@ Membership tests ``sq <= T`` use the exact thresholds of
 :mod:`cdfts_dask.engine.plan`, with ``sq`` summed column by column in the
 oracle's order; no ``fastmath`` is used (it would allow FMA contraction and
 reassociation of ``sq``); vectorisation comes from loops whose innermost
-index runs over targets, where every operation is elementwise (the shift
-and count kernels take four points at a time and unroll the column loop
+index runs over targets, where every operation is elementwise (the shift,
+count and k-th kernels take four points at a time and unroll the column loop
 inside the target loop, ``d`` being a compile-time constant there, so each
 target's four ``sq`` stay in registers).  The same
 kernels run on float32 points (8 SIMD lanes instead of 4): float32 ``sq``
@@ -176,6 +176,28 @@ def _count_band(X, XT, z, y0, y1, T, Tlo, Thi, counts, sq):
     return c
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _insert_smallest(b, sq, w, X, z, XT, y0, grow, floor):
+    """Merge row z's ``sq`` to targets [y0, y0 + w) into its sorted k+1 smallest float64 ``sq`` (``b``);
+    called only for rows with a candidate (most rows, after the first blocks, have none)."""
+    k = b.shape[0] - 1
+    exact = X.itemsize == 8  # float64 points: sq is already the float64 one
+    worst = b[k]
+    bound = _above_bound(worst, grow, floor)
+    for t in range(w):
+        v = sq[t]
+        if v <= bound:
+            e = np.float64(v) if exact else _sq64(X, z, XT, y0 + t)
+            if e < worst:
+                p = k
+                while p > 0 and b[p - 1] > e:
+                    b[p] = b[p - 1]
+                    p -= 1
+                b[p] = e
+                worst = b[k]
+                bound = _above_bound(worst, grow, floor)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 def _above_bound(worst, grow, floor):
     """A working-dtype ``sq`` above this proves the float64 one above ``worst`` (none below ``floor``)."""
@@ -183,12 +205,14 @@ def _above_bound(worst, grow, floor):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
+def kth_smallest_sq(X, XT, start, stop, k, grow, floor, columns):
     """For rows start <= z < stop: the (k+1)-th smallest float64 ``sq`` over all points (self included).
 
     Keeps a sorted buffer of the k+1 smallest values per row (insertion when a
     value beats the current largest), so memory is O(rows k).  ``sqrt`` of the
     result divided by m is the oracle's k-NN radius (the map is monotone).
+    Rows go four at a time against each block of points, their ``sq`` summed
+    in registers (:func:`_sq_group`; ``columns`` as for :func:`shift_accumulate`).
 
     ``sq`` is summed in X's dtype.  float64 (``grow = 1``, ``floor = 0``): it
     is the float64 ``sq``.  float32: a value above ``worst * grow`` (worst,
@@ -196,37 +220,30 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor):
     above worst (:func:`~cdfts_dask.engine.plan.sq_bound_factors`); the rest
     get their float64 ``sq`` from the upcast coordinates.
     """
-    n, d = X.shape
-    exact = X.itemsize == 8  # float64 points: sq is already the float64 one
+    n = X.shape[0]
     rows = stop - start
     best = np.full((rows, k + 1), np.inf)
-    sq = np.empty(BLOCK, dtype=X.dtype)
+    s0, s1, s2, s3 = _buffers(X.dtype)
     for y0 in range(0, n, BLOCK):
         y1 = min(y0 + BLOCK, n)
         w = y1 - y0
-        for i in range(rows):
-            z = start + i
-            _sq_row(sq, X, z, XT, y0, y1)
-            b = best[i]
-            worst = b[k]
-            bound = _above_bound(worst, grow, floor)
-            hits = 0
-            for t in range(w):  # vectorised: after the first blocks, most rows have none
-                hits += sq[t] <= bound
-            if hits == 0:
-                continue
-            for t in range(w):
-                v = sq[t]
-                if v <= bound:
-                    e = np.float64(v) if exact else _sq64(X, z, XT, y0 + t)
-                    if e < worst:
-                        p = k
-                        while p > 0 and b[p - 1] > e:
-                            b[p] = b[p - 1]
-                            p -= 1
-                        b[p] = e
-                        worst = b[k]
-                        bound = _above_bound(worst, grow, floor)
+        for i in range(0, rows, 4):
+            g = min(4, rows - i)  # rows in this group; a short group repeats its last row
+            z0 = start + i
+            i1, i2, i3 = i + min(1, g - 1), i + min(2, g - 1), i + min(3, g - 1)
+            h0, h1, h2, h3 = _sq_group(
+                X, XT, y0, w, z0, start + i1, start + i2, start + i3, columns, s0, s1, s2, s3,
+                _above_bound(best[i, k], grow, floor), _above_bound(best[i1, k], grow, floor),
+                _above_bound(best[i2, k], grow, floor), _above_bound(best[i3, k], grow, floor),
+            )  # fmt: skip
+            if h0:
+                _insert_smallest(best[i], s0, w, X, z0, XT, y0, grow, floor)
+            if g > 1 and h1:
+                _insert_smallest(best[i1], s1, w, X, start + i1, XT, y0, grow, floor)
+            if g > 2 and h2:
+                _insert_smallest(best[i2], s2, w, X, start + i2, XT, y0, grow, floor)
+            if g > 3 and h3:
+                _insert_smallest(best[i3], s3, w, X, start + i3, XT, y0, grow, floor)
     out = np.empty(rows)
     for i in range(rows):
         out[i] = best[i, k]
@@ -281,6 +298,33 @@ def _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3):
         s0[t], s1[t], s2[t], s3[t] = 0, 0, 0, 0
     for j0 in range(0, head, SQ_COLUMNS):
         _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _sq_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, u0, u1, u2, u3):
+    """``s_k[t]`` = the ``sq`` of the group's points z_k and target y0 + t, in X's dtype (d = len(columns),
+    a compile-time constant; the columns before the last chunk through :func:`_sq_head`).  Returns, per
+    point, how many of them are at most ``u_k`` (the candidates for its k smallest)."""
+    d = len(columns)
+    j0 = head_columns(d)
+    if j0:
+        _sq_head(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
+    x0, x1, x2, x3 = X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
+    zero = s0.dtype.type(0)
+    h0 = h1 = h2 = h3 = 0
+    for t in range(w):
+        u = np.uint64(y0 + t)
+        if j0:  # a constant: the branch folds
+            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
+        else:
+            v0, v1, v2, v3 = zero, zero, zero, zero
+        v0, v1, v2, v3 = _add_columns(YT, u, j0, d - j0, x0, x1, x2, x3, v0, v1, v2, v3)
+        s0[t], s1[t], s2[t], s3[t] = v0, v1, v2, v3
+        h0 += v0 <= u0
+        h1 += v1 <= u1
+        h2 += v2 <= u2
+        h3 += v3 <= u3
+    return h0, h1, h2, h3
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
