@@ -122,11 +122,7 @@ def count_upper(X, XT, start, stop, T, Tlo, Thi, counts, columns):
                 cnt[t] += inside
                 amb += (v > Tlo) & (v <= Thi)
             if amb:
-                for t in range(w):
-                    v = sq[t]
-                    if v > Tlo and v <= Thi and _sq64(X, z, XT, lo + t) <= T:
-                        c += 1
-                        counts[lo + t] += 1
+                c += _count_band(X, XT, z, lo, y1, T, Tlo, Thi, counts, sq)
             counts[z] += c
     for z in range(start, stop):
         counts[z] += 1
@@ -137,19 +133,11 @@ def _count_group(X, XT, y0, w, z0, columns, s0, s1, s2, s3, Tlo, Thi, counts):
     """Rows z0..z0+3 against targets [y0, y0 + w): ``sq`` from ``s_k`` plus the last columns in registers
     (as :func:`_rho_group`); each target's count gains its rows with ``sq <= T_lo``.  Returns the four
     rows' counts of those targets and the number of targets with some ``sq`` in the guard band."""
-    d = len(columns)
-    j0 = head_columns(d)
-    x0, x1, x2, x3 = X[z0, j0:], X[z0 + 1, j0:], X[z0 + 2, j0:], X[z0 + 3, j0:]
-    zero = s0.dtype.type(0)
+    j0, cols, x0, x1, x2, x3 = _group_start(X, z0, z0 + 1, z0 + 2, z0 + 3, columns)
     cnt = counts[y0 : y0 + w]
     c0 = c1 = c2 = c3 = amb = 0
     for t in range(w):
-        u = np.uint64(y0 + t)
-        if j0:  # a constant: the branch folds
-            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
-        else:
-            v0, v1, v2, v3 = zero, zero, zero, zero
-        v0, v1, v2, v3 = _add_columns(XT, u, j0, d - j0, x0, x1, x2, x3, v0, v1, v2, v3)
+        v0, v1, v2, v3 = _group_sq(XT, y0, t, j0, cols, x0, x1, x2, x3, s0, s1, s2, s3)
         i0, i1, i2, i3 = v0 <= Tlo, v1 <= Tlo, v2 <= Tlo, v3 <= Tlo
         cnt[t] += (np.int64(i0) + np.int64(i1)) + (np.int64(i2) + np.int64(i3))
         c0 += i0
@@ -221,6 +209,7 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor, columns):
     get their float64 ``sq`` from the upcast coordinates.
     """
     n = X.shape[0]
+    head = head_columns(len(columns))
     rows = stop - start
     best = np.full((rows, k + 1), np.inf)
     s0, s1, s2, s3 = _buffers(X.dtype)
@@ -231,6 +220,8 @@ def kth_smallest_sq(X, XT, start, stop, k, grow, floor, columns):
             g = min(4, rows - i)  # rows in this group; a short group repeats its last row
             z0 = start + i
             i1, i2, i3 = i + min(1, g - 1), i + min(2, g - 1), i + min(3, g - 1)
+            if head:
+                _sq_head(X, XT, y0, w, z0, start + i1, start + i2, start + i3, head, s0, s1, s2, s3)
             h0, h1, h2, h3 = _sq_group(
                 X, XT, y0, w, z0, start + i1, start + i2, start + i3, columns, s0, s1, s2, s3,
                 _above_bound(best[i, k], grow, floor), _above_bound(best[i1, k], grow, floor),
@@ -300,25 +291,37 @@ def _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3):
         _sq_columns(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _group_start(X, z0, z1, z2, z3, columns):
+    """The last chunk of a group of four points, d = len(columns) (a compile-time constant): its first
+    column j0 (the caller has put the ``sq`` of the columns before it in ``s_k``: :func:`_sq_head`), its
+    width, and the four points' coordinates from j0."""
+    d = len(columns)
+    j0 = head_columns(d)
+    return j0, d - j0, X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _group_sq(YT, y0, t, j0, cols, x0, x1, x2, x3, s0, s1, s2, s3):
+    """The four ``sq`` of target y0 + t: the buffered columns from ``s_k`` (j0 = 0, a constant, reads
+    none) plus the last chunk's, summed in registers (:func:`_add_columns`)."""
+    if j0:
+        v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
+    else:
+        v0 = v1 = v2 = v3 = s0.dtype.type(0)
+    # unsigned: no negative-index wrap, so the loads stay contiguous vectors
+    return _add_columns(YT, np.uint64(y0 + t), j0, cols, x0, x1, x2, x3, v0, v1, v2, v3)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _sq_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, u0, u1, u2, u3):
     """``s_k[t]`` = the ``sq`` of the group's points z_k and target y0 + t, in X's dtype (d = len(columns),
-    a compile-time constant; the columns before the last chunk through :func:`_sq_head`).  Returns, per
+    a compile-time constant; the columns before the last chunk already in ``s_k``).  Returns, per
     point, how many of them are at most ``u_k`` (the candidates for its k smallest)."""
-    d = len(columns)
-    j0 = head_columns(d)
-    if j0:
-        _sq_head(X, YT, y0, w, z0, z1, z2, z3, j0, s0, s1, s2, s3)
-    x0, x1, x2, x3 = X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
-    zero = s0.dtype.type(0)
+    j0, cols, x0, x1, x2, x3 = _group_start(X, z0, z1, z2, z3, columns)
     h0 = h1 = h2 = h3 = 0
     for t in range(w):
-        u = np.uint64(y0 + t)
-        if j0:  # a constant: the branch folds
-            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
-        else:
-            v0, v1, v2, v3 = zero, zero, zero, zero
-        v0, v1, v2, v3 = _add_columns(YT, u, j0, d - j0, x0, x1, x2, x3, v0, v1, v2, v3)
+        v0, v1, v2, v3 = _group_sq(YT, y0, t, j0, cols, x0, x1, x2, x3, s0, s1, s2, s3)
         s0[t], s1[t], s2[t], s3[t] = v0, v1, v2, v3
         h0 += v0 <= u0
         h1 += v1 <= u1
@@ -345,24 +348,15 @@ def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, 
     from ``s_k`` plus columns [``head_columns(d)``, d), summed in registers (``d = len(columns)``, a
     compile-time constant); returns the number of targets with a ``sq`` inside some reference's guard
     band (the caller re-checks those in float64)."""
-    d = len(columns)
-    j0 = head_columns(d)
-    cols = d - j0
-    x0, x1, x2, x3 = X[z0, j0:], X[z1, j0:], X[z2, j0:], X[z3, j0:]
+    j0, cols, x0, x1, x2, x3 = _group_start(X, z0, z1, z2, z3, columns)
     l0, l1, l2, l3 = Tlo[z0], Tlo[z1], Tlo[z2], Tlo[z3]
     h0, h1, h2, h3 = Thi[z0], Thi[z1], Thi[z2], Thi[z3]
     i0, i1, i2, i3 = rin[z0], rin[z1], rin[z2], rin[z3]
     a0, a1, a2, a3 = a[z0], a[z1], a[z2], a[z3]
     b0, b1, b2, b3 = bm[z0], bm[z1], bm[z2], bm[z3]
-    zero = s0.dtype.type(0)
     amb = 0
     for t in range(w):
-        u = np.uint64(y0 + t)
-        if j0:  # a constant: the branch folds
-            v0, v1, v2, v3 = s0[t], s1[t], s2[t], s3[t]
-        else:
-            v0, v1, v2, v3 = zero, zero, zero, zero
-        v0, v1, v2, v3 = _add_columns(YT, u, j0, cols, x0, x1, x2, x3, v0, v1, v2, v3)
+        v0, v1, v2, v3 = _group_sq(YT, y0, t, j0, cols, x0, x1, x2, x3, s0, s1, s2, s3)
         r0[t] = _rho(v0, l0, i0, a0, b0)
         r1[t] = _rho(v1, l1, i1, a1, b1)
         r2[t] = _rho(v2, l2, i2, a2, b2)
@@ -425,9 +419,9 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
     Every target sees the same sequence of operations, so duplicate targets
     get bit-identical sums.
     """
-    head = head_columns(len(columns))
     n = X.shape[0]
     nt = YT.shape[1]
+    head = head_columns(len(columns))
     s0, s1, s2, s3 = _buffers(X.dtype)  # sq of the columns before the last chunk
     r0, r1, r2, r3 = _buffers(np.float64)  # rho of the group's references
     sq = np.empty(BLOCK, dtype=X.dtype)  # one reference's sq, for the guard band re-check
