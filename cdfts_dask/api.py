@@ -204,7 +204,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
             logger.info("%s: tiled engine, %s %s, %s", where, p.backend, p.dtype, describe_client(c))
         if p.backend == "cpu":
-            _say_if_compiling(c)
+            _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
             tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
             # workers read lazy input
@@ -264,14 +264,18 @@ def da_from_numpy(points: np.ndarray):
     return da.from_array(points, chunks=(model.NUMPY_ROW_CHUNK, -1))
 
 
-def _say_if_compiling(client) -> None:
-    """Log "compiling kernels" once: when a worker's numba cache does not hold them yet."""
+def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None) -> None:
+    """Log "compiling kernels" when a worker's numba cache does not hold them yet: none of them (the
+    first run on a machine), or those this run calls that are compiled for each number of columns d."""
     if not logger.isEnabledFor(logging.INFO):
         return
+    from .engine.cpu import per_d_kernels
     from .engine.cpu_kernels import kernels_cached
 
     if any(cached is False for cached in client.run(kernels_cached).values()):
         logger.info("compiling the numba kernels, first run only (cached on disk for later runs)")
+    elif any(c is False for c in client.run(kernels_cached, d, dtype, per_d_kernels(estimator, k)).values()):
+        logger.info("compiling the numba kernels for d = %d, %s: about 3 s, once (cached on disk)", d, dtype)
 
 
 def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):

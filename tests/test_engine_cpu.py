@@ -185,3 +185,45 @@ def test_float32_shift_sums_take_membership_from_the_float64_sq_in_the_guard_ban
     assert np.abs(cpu.shift_sums(P32, Y32, shift_plan)[0] - rho_y.mean(axis=0)).max() <= 1e-12
     A_closed, _ = cpu.shift_sums(P32, P32, dataclasses.replace(shift_plan, Thi=shift_plan.Tlo))
     assert np.abs(A_closed - rho.mean(axis=0)).max() > 1e-11  # rho is continuous at the boundary: small
+
+
+KERNELS_CACHED_SCRIPT = """
+import numpy as np
+from cdfts_dask.engine import cpu, plan
+from cdfts_dask.engine import cpu_kernels as kern
+
+def state():
+    return [kern.kernels_cached(), kern.kernels_cached(3, "float64", cpu.per_d_kernels("epsilon", None)),
+            kern.kernels_cached(3, "float64", cpu.per_d_kernels("knn", 3)),
+            kern.kernels_cached(3, "float32", cpu.per_d_kernels("epsilon", None)),
+            kern.kernels_cached(4, "float64", cpu.per_d_kernels("epsilon", None))]
+
+X = np.random.default_rng(0).uniform(size=(40, 3))
+print(state())
+m = plan.diameter(cpu.diameter_part(X, 0, 1))
+counts = cpu.counts_part(X, 0, 40, plan.count_threshold(m, 0.2))
+cpu.shift_part(X, 0, 40, plan.epsilon_plan(m, 0.2, counts, cpu.column_mean(X), "float64"))
+print(state())
+cpu.kth_part(X, 0, 40, 3)
+print(state())
+"""
+
+
+@pytest.mark.slow  # compiles the kernels in a fresh cache: about 10 s
+def test_kernels_cached_tells_which_number_of_columns_is_compiled(tmp_path):
+    """In an empty numba cache nothing is cached; after an epsilon iteration's kernels ran on d = 3
+    float64 points, those are, and the k-NN pass's is not until it runs; d = 3 in float32 and d = 4
+    never are (they compile on first use)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    script = [sys.executable, "-c", KERNELS_CACHED_SCRIPT]
+    out = subprocess.run(script, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "[False, False, False, False, False]",
+        "[True, True, False, False, False]",
+        "[True, True, True, False, False]",
+    ]

@@ -62,3 +62,36 @@ def test_tiled_start_line_and_progress_bar(X, client, caplog, capsys):
     assert "iteration 1: " in err and "iteration 2: " in err and "task" in err  # a tqdm bar per iteration
     with pytest.raises(TypeError, match="progress must be True, False, None or a callable, got 'bar'"):
         cdf_ts(X, progress="bar")
+
+
+class _InProcessClient:
+    """Stands in for a ``distributed.Client`` whose one worker is this process (``run`` calls here)."""
+
+    def run(self, func, *args):
+        return {"tcp://here": func(*args)}
+
+
+@pytest.mark.parametrize(
+    "any_cached,d_cached,expected",
+    [(False, False, "compiling the numba kernels, first run only (cached on disk for later runs)"),
+     (True, False, "compiling the numba kernels for d = 5, float32: about 3 s, once (cached on disk)"),
+     (True, True, None), (None, None, None)],
+)  # fmt: skip
+def test_compiling_is_said_for_a_first_run_and_for_a_new_number_of_columns(
+    monkeypatch, caplog, any_cached, d_cached, expected
+):
+    from cdfts_dask import api
+    from cdfts_dask.engine import cpu_kernels
+
+    asked = []
+
+    def cached(d=None, dtype="float64", kernels=()):
+        asked.append((d, dtype, kernels))
+        return any_cached if d is None else d_cached
+
+    monkeypatch.setattr(cpu_kernels, "kernels_cached", cached)
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        api._say_if_compiling(_InProcessClient(), 5, "float32", "knn", 10)
+    assert _messages(caplog) == ([] if expected is None else [expected])
+    per_d = (5, "float32", ("kth_smallest_sq", "shift_accumulate"))
+    assert asked == ([(None, "float64", ())] if any_cached is False else [(None, "float64", ()), per_d])

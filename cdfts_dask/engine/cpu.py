@@ -125,6 +125,14 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     return np.sqrt(kth_sq)
 
 
+def per_d_kernels(estimator: str, k: int | None) -> tuple[str, ...]:
+    """Names of the kernels compiled once per number of columns that a run of this estimator calls
+    (:func:`~cdfts_dask.engine.cpu_kernels.kernels_cached`)."""
+    if estimator == "epsilon":
+        return "count_upper", "shift_accumulate"
+    return ("kth_smallest_sq", "shift_accumulate") if k + 1 <= KTH_BUFFER_MAX else ("shift_accumulate",)
+
+
 def column_mean(X) -> np.ndarray:
     return np.asarray(X, dtype=np.float64).mean(axis=0)
 

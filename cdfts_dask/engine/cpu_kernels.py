@@ -602,19 +602,33 @@ def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
     return best
 
 
-def kernels_cached() -> bool | None:
-    """Whether numba's on-disk cache (``cache=True``) holds compiled kernels of this module from an
-    earlier run, as this process sees it; None when numba's cache cannot be inspected.
+def _cached_signatures(kernel) -> list[tuple]:
+    """Argument types of the compiled versions of a ``cache=True`` kernel in numba's on-disk cache that
+    this process would load: those of the kernel's current code, for this CPU and its features."""
+    _, here, code = kernel._cache._index_key((), kernel.targetctx.codegen())
+    index = kernel._cache._cache_file._load_index()
+    return [sig for sig, cpu, version in index if cpu == here and version == code]
 
-    Used only to say "compiling kernels, first run only" before the first run on a machine.
+
+def kernels_cached(d: int | None = None, dtype: str = "float64", kernels: tuple = ()) -> bool | None:
+    """Whether numba's on-disk cache (``cache=True``) holds compiled kernels of this module from an
+    earlier run, as this process sees it: any of them (``d`` None), or else the named ``kernels``, of
+    those compiled once per number of columns (:func:`count_upper`, :func:`kth_smallest_sq`,
+    :func:`shift_accumulate`: d is part of their type, :func:`columns_token`), for d columns of
+    ``dtype`` points.  None when numba's cache cannot be inspected.
+
+    Used only to say "compiling kernels" before a run that will compile them.
     """
+    from numba import typeof
     from numba.core.dispatcher import Dispatcher
 
     try:
-        return any(
-            bool(kernel._cache._cache_file._load_index())
-            for kernel in globals().values()
-            if isinstance(kernel, Dispatcher)
+        if d is None:
+            return any(_cached_signatures(k) for k in globals().values() if isinstance(k, Dispatcher))
+        points, token = typeof(np.empty((1, 1), dtype)), typeof(columns_token(d))
+        return all(
+            any(sig[0] == points and sig[-1] == token for sig in _cached_signatures(globals()[name]))
+            for name in kernels
         )
     except Exception:  # numba internals moved: say nothing rather than something wrong
         return None
