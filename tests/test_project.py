@@ -1,5 +1,5 @@
 """The project's metadata agrees with itself: one Python floor in pyproject, ruff, README and CI; the GPU
-figures script cannot pass for a GPU run where the GPU was not used."""
+figures script cannot pass for a GPU run where the GPU was not used; the random-configurations check runs."""
 
 from __future__ import annotations
 
@@ -64,3 +64,14 @@ def test_gpu_figures_fails_when_the_gpu_tests_skip(tmp_path):
     log = (out / "tests.log").read_text()
     assert re.search(r"\d+ skipped", log) and "this was not a real-GPU run" in log
     assert "== tests: exit 1" in log
+
+
+def test_random_configurations_check_runs_and_finds_nothing():
+    """docs/scripts/random_configs_check.py (the wider random net over the engine, the simulated CUDA
+    bodies and the model): its quickest mode, for two seconds, checks some cases and finds no mismatch."""
+    script = ["docs/scripts/random_configs_check.py", "cuda-sim", "--seconds", "2", "--seed", "3"]
+    res = subprocess.run([sys.executable, *script], cwd=ROOT, env=cli_env(), capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    last = res.stdout.splitlines()[-1]
+    summary = re.fullmatch(r"cuda-sim: (\d+) cases, 0 mismatches or errors; .*", last)
+    assert summary and int(summary[1]) >= 1, res.stdout
