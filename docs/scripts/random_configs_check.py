@@ -4,6 +4,7 @@ fixed cases.
     python docs/scripts/random_configs_check.py engine --seconds 600 --seed 1
     python docs/scripts/random_configs_check.py cuda-sim --seconds 600 --seed 7
     python docs/scripts/random_configs_check.py model --seconds 420 --seed 4
+    python docs/scripts/random_configs_check.py resume --seconds 300 --seed 5
 
 * ``engine``: ``cdf_ts(method="tiled")`` on a 2-worker local cluster against ``cdf_ts_dense`` (float64,
   1e-9 after 1-3 iterations): n 2-700, d 1-19, blobs, lattice points with duplicates and a constant
@@ -17,6 +18,9 @@ fixed cases.
   embeddings and the transforms of new points within 1e-9, and the tiled model's transform of its own fit
   points equal to its embedding (1e-9).  The dense model's own replay is not compared at fit points: with
   the k-NN estimator and more than k duplicates it can differ (README, "One caveat").
+* ``resume``: a checkpointed run of 1-3 iterations, then ``resume=True`` to 1-5 (fewer than stored
+  returns a stored iteration), each part dense or tiled, against one uninterrupted oracle run: positions
+  and Deltas within 1e-9, as many iterations.
 
 Prints a line per mismatch or error (with the configuration to reproduce it), progress every 100 cases,
 and at the end the number of cases and the largest difference; exits 1 if anything mismatched.
@@ -128,7 +132,44 @@ def model_case(rng, client, cfg: dict) -> list[tuple[str, float, float]]:
     ]
 
 
-CASES = {"engine": engine_case, "cuda-sim": cuda_sim_case, "model": model_case}
+def resume_case(rng, client, cfg: dict) -> list[tuple[str, float, float]]:
+    import tempfile
+
+    from cdfts_dask import cdf_ts
+    from cdfts_dask.oracle import cdf_ts_dense
+
+    n, d = int(rng.integers(2, 300)), int(rng.integers(1, 8))
+    X = points(rng, n, d, ["blobs", "awkward", "grid"], cfg)
+    lam = float(rng.choice([0.05, 0.1, 0.2, 0.4]))
+    estimator = str(rng.choice(["epsilon", "knn"]))
+    k = int(rng.integers(1, min(n - 1, 30) + 1)) if estimator == "knn" else None
+    first, total = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    methods = [str(rng.choice(["dense", "tiled"])) for _ in range(2)]
+    tile = int(rng.choice([1, 7, 64])) if rng.random() < 0.6 else None
+    cfg |= {"lam": lam, "estimator": estimator, "k": k, "first": first, "total": total, "methods": methods,
+            "tile_size": tile}  # fmt: skip
+    run = {"lam": lam, "delta": 1e-12, "estimator": estimator, "k": k}
+
+    def engine(method: str) -> dict:
+        tiled = {"method": "tiled", "client": client, "tile_size": tile}
+        return tiled if method == "tiled" else {"method": "dense"}
+
+    ref = cdf_ts_dense(X, max_iter=total, **run)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = f"{tmp}/run.zarr"
+        cdf_ts(X, max_iter=first, checkpoint=store, **run, **engine(methods[0]))
+        got, info = cdf_ts(X, max_iter=total, checkpoint=store, resume=True, return_info=True, **run,
+                           **engine(methods[1]))  # fmt: skip
+    # a store holding more iterations than asked returns the asked one (CheckpointWarning, ignored here)
+    deltas = float(np.abs(np.asarray(info.deltas) - ref.deltas[: len(info.deltas)]).max())
+    return [
+        ("positions after resume", float(np.abs(got - ref.X).max()), 1e-9),
+        ("Deltas after resume", deltas, 1e-9),
+        ("iterations (0: as the oracle's)", float(info.n_iter != len(ref.deltas)), 0.0),
+    ]
+
+
+CASES = {"engine": engine_case, "cuda-sim": cuda_sim_case, "model": model_case, "resume": resume_case}
 
 
 def main() -> int:
