@@ -2,14 +2,15 @@
 fixed cases.
 
     python docs/scripts/random_configs_check.py engine --seconds 600 --seed 1
+    python docs/scripts/random_configs_check.py engine --seconds 600 --seed 2 --engine-n 2000 5000
     python docs/scripts/random_configs_check.py cuda-sim --seconds 600 --seed 7
     python docs/scripts/random_configs_check.py model --seconds 420 --seed 4
     python docs/scripts/random_configs_check.py resume --seconds 300 --seed 5
 
 * ``engine``: ``cdf_ts(method="tiled")`` on a 2-worker local cluster against ``cdf_ts_dense`` (float64,
-  1e-9 after 1-3 iterations): n 2-700, d 1-19, blobs, lattice points with duplicates and a constant
-  column (tests/points.py ``awkward``), uniform points, small integer grids; lambda 0.01-0.9, both
-  estimators, k 1-79, tile sizes 1-257 or the default.
+  1e-9 after 1-3 iterations): n 2-700 (``--engine-n LO HI`` for others), d 1-19, blobs, lattice points
+  with duplicates and a constant column (tests/points.py ``awkward``), uniform points, small integer grids;
+  lambda 0.01-0.9, both estimators, k 1-79 (k + 1 > 64: the large-k path), tile sizes 1-257 or the default.
 * ``cuda-sim``: the CUDA task bodies under numba's CUDA simulator (blocks of 16 threads; some cases with
   360 bytes of shared memory, so tiles are smaller than blocks), one iteration, against the oracle step:
   m and the counts or radii exact, positions within 1e-9 (float64) or 1e-6 (float32, against the oracle
@@ -29,6 +30,7 @@ and at the end the number of cases and the largest difference; exits 1 if anythi
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -56,11 +58,13 @@ def points(rng, n: int, d: int, kinds: list[str], cfg: dict) -> np.ndarray:
     return X
 
 
-def engine_case(rng, client, cfg: dict) -> list[tuple[str, float, float]]:
+def engine_case(
+    rng, client, cfg: dict, n_range: tuple[int, int] = (2, 700)
+) -> list[tuple[str, float, float]]:
     from cdfts_dask import cdf_ts
     from cdfts_dask.oracle import cdf_ts_dense
 
-    n, d = int(rng.integers(2, 700)), int(rng.integers(1, 20))
+    n, d = int(rng.integers(*n_range)), int(rng.integers(1, 20))
     X = points(rng, n, d, ["blobs", "awkward", "uniform", "grid"], cfg)
     lam = float(rng.choice([0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9]))
     estimator = str(rng.choice(["epsilon", "knn"]))
@@ -177,12 +181,22 @@ def main() -> int:
     parser.add_argument("what", choices=sorted(CASES))
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--engine-n",
+        type=int,
+        nargs=2,
+        default=(2, 700),
+        metavar=("LO", "HI"),
+        help="engine: n drawn from [LO, HI) (default 2 700; the oracle holds a few n x n arrays)",
+    )
     args = parser.parse_args()
     if args.what == "cuda-sim":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     warnings.simplefilter("ignore")  # label-column and n_workers remarks: not what is checked here
     rng = np.random.default_rng(args.seed)
     case = CASES[args.what]
+    if args.what == "engine":
+        case = functools.partial(engine_case, n_range=tuple(args.engine_n))
     runs = failures = 0
     worst: dict[str, float] = {}
     client = cluster = None
