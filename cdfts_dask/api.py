@@ -272,9 +272,10 @@ def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None)
     from .engine.cpu import per_d_kernels
     from .engine.cpu_kernels import kernels_cached
 
-    if any(cached is False for cached in client.run(kernels_cached).values()):
+    states = [s for s in client.run(kernels_cached, d, dtype, per_d_kernels(estimator, k)).values() if s]
+    if any(not any_cached for any_cached, _ in states):
         logger.info("compiling the numba kernels, first run only (cached on disk for later runs)")
-    elif any(c is False for c in client.run(kernels_cached, d, dtype, per_d_kernels(estimator, k)).values()):
+    elif any(not these for _, these in states):
         logger.info("compiling the numba kernels for d = %d, %s: about 3 s, once (cached on disk)", d, dtype)
 
 

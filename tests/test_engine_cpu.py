@@ -193,10 +193,10 @@ from cdfts_dask.engine import cpu, plan
 from cdfts_dask.engine import cpu_kernels as kern
 
 def state():
-    return [kern.kernels_cached(), kern.kernels_cached(3, "float64", cpu.per_d_kernels("epsilon", None)),
-            kern.kernels_cached(3, "float64", cpu.per_d_kernels("knn", 3)),
-            kern.kernels_cached(3, "float32", cpu.per_d_kernels("epsilon", None)),
-            kern.kernels_cached(4, "float64", cpu.per_d_kernels("epsilon", None))]
+    eps, knn = cpu.per_d_kernels("epsilon", None), cpu.per_d_kernels("knn", 3)
+    any_cached, eps3 = kern.kernels_cached(3, "float64", eps)
+    return [any_cached, eps3, kern.kernels_cached(3, "float64", knn)[1],
+            kern.kernels_cached(3, "float32", eps)[1], kern.kernels_cached(4, "float64", eps)[1]]
 
 X = np.random.default_rng(0).uniform(size=(40, 3))
 print(state())

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..normalise import column_span
 from . import cpu_kernels as kern
-from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, sq_bound_factors, triangle_panels
+from .plan import ShiftPlan, chunks, guard_band, kth_buffered, sq_bound_factors, triangle_panels
 
 #: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
 KNN_PANEL_BYTES = 64 * 2**20
@@ -107,7 +107,7 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     least one), each reduced by a partition, so the task's memory stays
     within about two budgets whatever n and k are.
     """
-    if k + 1 <= KTH_BUFFER_MAX:
+    if kth_buffered(k):
         X = np.ascontiguousarray(X)
         _, grow, floor = sq_bound_factors(X.shape[1], X.dtype)
         XT = np.ascontiguousarray(X.T)
@@ -130,7 +130,7 @@ def per_d_kernels(estimator: str, k: int | None) -> tuple[str, ...]:
     (:func:`~cdfts_dask.engine.cpu_kernels.kernels_cached`)."""
     if estimator == "epsilon":
         return "count_upper", "shift_accumulate"
-    return ("kth_smallest_sq", "shift_accumulate") if k + 1 <= KTH_BUFFER_MAX else ("shift_accumulate",)
+    return ("kth_smallest_sq", "shift_accumulate") if kth_buffered(k) else ("shift_accumulate",)
 
 
 def column_mean(X) -> np.ndarray:

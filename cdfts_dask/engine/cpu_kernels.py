@@ -610,12 +610,12 @@ def _cached_signatures(kernel) -> list[tuple]:
     return [sig for sig, cpu, version in index if cpu == here and version == code]
 
 
-def kernels_cached(d: int | None = None, dtype: str = "float64", kernels: tuple = ()) -> bool | None:
-    """Whether numba's on-disk cache (``cache=True``) holds compiled kernels of this module from an
-    earlier run, as this process sees it: any of them (``d`` None), or else the named ``kernels``, of
-    those compiled once per number of columns (:func:`count_upper`, :func:`kth_smallest_sq`,
-    :func:`shift_accumulate`: d is part of their type, :func:`columns_token`), for d columns of
-    ``dtype`` points.  None when numba's cache cannot be inspected.
+def kernels_cached(d: int, dtype: str, kernels: tuple[str, ...]) -> tuple[bool, bool] | None:
+    """``(any, these)`` for numba's on-disk cache (``cache=True``) as this process sees it: whether it
+    holds any compiled kernel of this module from an earlier run, and whether it holds the named
+    ``kernels``, of those compiled once per number of columns (:func:`count_upper`,
+    :func:`kth_smallest_sq`, :func:`shift_accumulate`: d is part of their type, :func:`columns_token`),
+    for d columns of ``dtype`` points.  None when numba's cache cannot be inspected.
 
     Used only to say "compiling kernels" before a run that will compile them.
     """
@@ -623,12 +623,9 @@ def kernels_cached(d: int | None = None, dtype: str = "float64", kernels: tuple 
     from numba.core.dispatcher import Dispatcher
 
     try:
-        if d is None:
-            return any(_cached_signatures(k) for k in globals().values() if isinstance(k, Dispatcher))
+        cached = {name: _cached_signatures(k) for name, k in globals().items() if isinstance(k, Dispatcher)}
         points, token = typeof(np.empty((1, 1), dtype)), typeof(columns_token(d))
-        return all(
-            any(sig[0] == points and sig[-1] == token for sig in _cached_signatures(globals()[name]))
-            for name in kernels
-        )
+        these = all(any(sig[0] == points and sig[-1] == token for sig in cached[name]) for name in kernels)
+        return any(cached.values()), these
     except Exception:  # numba internals moved: say nothing rather than something wrong
         return None

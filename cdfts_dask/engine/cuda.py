@@ -22,7 +22,7 @@ import numpy as np
 from ..normalise import column_span
 from . import cuda_kernels
 from .cuda_kernels import SIMULATOR
-from .plan import KTH_BUFFER_MAX, ShiftPlan, chunks, guard_band, triangle_panels
+from .plan import ShiftPlan, chunks, guard_band, kth_buffered, triangle_panels
 
 if SIMULATOR:
     xp = np
@@ -103,7 +103,7 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     of ``sq`` (at least one row), each reduced by the array module's partition.
     """
     n, d = X.shape
-    if k + 1 <= KTH_BUFFER_MAX:
+    if kth_buffered(k):
         out = xp.empty(b - a)
         kern = cuda_kernels.kth_kernel(d, k + 1, str(X.dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
         kern[_blocks(b - a), THREADS](X, a, b, out)

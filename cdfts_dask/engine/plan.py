@@ -31,6 +31,12 @@ import numpy as np
 KTH_BUFFER_MAX = 64
 
 
+def kth_buffered(k: int) -> bool:
+    """Whether the k-NN pass keeps each row's k + 1 smallest ``sq`` in a buffer (one kernel sweep, on
+    every device) rather than partitioning sub-panels of full rows."""
+    return k + 1 <= KTH_BUFFER_MAX
+
+
 def sq_thresholds(m: float, radius) -> np.ndarray:
     """Largest ``T`` with ``fl(fl(sqrt(T)) / m) <= radius`` (elementwise), m > 0.
 
