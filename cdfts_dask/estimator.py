@@ -20,9 +20,10 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Parameters are those of :func:`cdfts_dask.cdf_ts` (validated in
     :meth:`fit`).  ``fit`` runs CDF-TS on X (or, with ``n_references=s < n``,
     on s rows drawn with ``random_state``) and keeps the run as a model;
-    ``transform`` replays the run's iterations on any points, so
-    ``transform(X_fit)`` equals ``fit_transform(X_fit)`` and the estimator
-    works in pipelines and cross-validation.  Each output column corresponds
+    ``transform`` replays the run's iterations on any points (a row equal to
+    a fit point takes that point's output), so ``transform(X_fit)`` equals
+    ``fit_transform(X_fit)`` exactly and the estimator works in pipelines and
+    cross-validation.  Each output column corresponds
     to its input column (``get_feature_names_out`` returns the input names).
     Points outside the fit data's range may map outside [0, 1].
 
@@ -36,7 +37,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes after ``fit``
     ------------------------
     model_ : :class:`cdfts_dask.model.CDFTSModel`, the fitted run (T iterations of
-        references and statistics; ``T x n_f x (d + 2)`` values)
+        references and statistics, and the fit points' outputs; about ``(T + 1) x n_f x d`` values)
     embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows')
     sample_indices_ : rows drawn as references (``n_references < n``), else None
     n_iter_ : iterations run; ``deltas_`` (NumPy array): Delta after each iteration

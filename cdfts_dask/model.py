@@ -14,11 +14,19 @@ replays the run on points Y, every row independently::
         y <- (y - lo_t) / span(lo_t, hi_t)
 
 with ``rho_t`` exactly the fit's (DScale around each reference z with its own
-radius, m_t, lambda; rho = 1 where s = 0).  A fit point therefore maps to its
-fitted output (it meets itself at s = 0 and sums its terms in the fit's order),
-and points beyond the fit data's range may map outside [0, 1].  Work is
-O(rows n_f d T) per block; no n x n_f matrix is formed (the engine's shift
-kernel tiles the references).
+radius, m_t, lambda; rho = 1 where s = 0).  Points beyond the fit data's
+range may map outside [0, 1].  Work is O(rows n_f d T) per block; no
+n x n_f matrix is formed (the engine's shift kernel tiles the references).
+
+A row equal to a fit point (a reference of iteration 1, after the initial
+normalisation) has that point's rho at every iteration, so its replay is
+that point's fitted output: :meth:`CDFTSModel.transform_block` returns the
+stored output (``outputs``) for it and replays only the other rows.  This
+is the algorithm's own answer, taken exactly: a replay sums in another
+order than a dense (NumPy) fit, and under the k-NN estimator a point with
+more than k duplicates has radius 0, where rho jumps at s = 0 (to about
+``q / s``), so a replayed duplicate an ulp away from its references would
+move by up to ``q`` where the fit kept it with them.
 
 Rows are independent, so the transform of a dask array (or a Zarr store) is
 a ``map_blocks`` over row chunks with the model as one shared graph node:
@@ -30,9 +38,8 @@ or ``"cuda"``, as in the fit): its ``prepare``, ``column_mean`` and
 shift plans and ranges to its device once, on first use, and keeps them with
 the model for every later block (:meth:`CDFTSModel.on_device`).  The CUDA
 replay is tested under numba's CUDA simulator and, when one is lent, on a GPU.  Devices
-sum in other orders, so a replay on another device than the fit's agrees to
-rounding, except with the k-NN estimator at points with more than k
-duplicates (radius 0: rho jumps at s = 0); on the fit's device it is exact.
+sum in other orders, so a replay on another device than the fit's agrees
+with it to rounding (fit points take their stored outputs on every device).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from . import store
 from ._validation import check_choice, check_points
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
+from .row_lookup import NOT_FOUND, RowIndex
 
 #: the device of the model's own arrays (host NumPy, kept in the fit's dtype by its ``prepare``)
 HOST_DEVICE = "cpu"
@@ -88,8 +96,8 @@ class CDFTSModel:
     """A completed CDF-TS run: the input range and every iteration's references and statistics.
 
     Built by the runner (``keep_model``: each iteration's references and statistics, fetched as it
-    finishes) or by :func:`load` (a checkpoint store of a completed run).  Size: ``T x n_f x (d + 1)``
-    values.
+    finishes, and the fit points' outputs at the end) or by :func:`load` (a checkpoint store of a
+    completed run).  Size: ``(T + 1) x n_f x d + T x n_f`` values.
     """
 
     lo: np.ndarray  # lo_0: column minima of the raw fit points
@@ -99,16 +107,27 @@ class CDFTSModel:
     estimator: str
     k: int | None
     dtype: str = "float64"
+    #: the fit points' outputs (n_f x d, the fit's dtype): row j is where reference j of iteration 1 ended
+    outputs: np.ndarray | None = None
     #: backend -> the iterations on that device, made in this process on first use (never pickled)
     _resident: dict = field(init=False, repr=False, compare=False, default_factory=dict)
+    #: the fit points' lookup (:meth:`fit_point_rows`), made in this process on first use (never pickled)
+    _fit_points: list = field(init=False, repr=False, compare=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.lo = np.asarray(self.lo, dtype=np.float64)
         self.hi = np.asarray(self.hi, dtype=np.float64)
+        if self.outputs is not None:
+            self.outputs = np.asarray(self.outputs, dtype=self.dtype)
+            if self.iterations and self.outputs.shape != (self.n_references, self.n_features):
+                raise ValueError(
+                    f"outputs must hold one row per fit point ({self.n_references} x {self.n_features}), "
+                    f"got shape {self.outputs.shape}"
+                )
 
     def __getstate__(self) -> dict:
-        """Pickled without the device copies: a worker makes its own once (:meth:`on_device`)."""
-        return {**self.__dict__, "_resident": {}}
+        """Pickled without the device copies or the lookup: a worker makes its own once."""
+        return {**self.__dict__, "_resident": {}, "_fit_points": []}
 
     def on_device(self, backend: str) -> list[ResidentIteration]:
         """Every iteration's references, shift plan and end-of-iteration range on ``backend``'s device.
@@ -150,17 +169,68 @@ class CDFTSModel:
         return len(self.iterations)
 
     def transform_block(self, Y, backend: str = "cpu") -> np.ndarray:
-        """Replay the run on the rows of Y (rows x d, finite, host); returns rows x d in the fit's dtype.
+        """The run's output for the rows of Y (rows x d, finite, host): rows x d in the fit's dtype.
 
-        On ``backend``'s device: each iteration is the engine's shift body
-        (``shift_targets``) with the references P_t and Y's current positions
-        as targets, then the fit's end-of-iteration normalisation (as the
-        engine's ``finish``); all references coincided (m_t = 0) means nothing
-        moved in the fit, nor here.  Y goes to the device once and comes back
-        once; the model's arrays are already there (:meth:`on_device`).
+        A row equal to a fit point after the initial normalisation takes that
+        point's stored output (:meth:`fit_point_rows`); the others are
+        replayed on ``backend``'s device (:meth:`replay`).
+        """
+        y = self.normalised(Y)
+        fit_row = self.fit_point_rows(y)
+        found = fit_row != NOT_FOUND
+        if not found.any():
+            return self._replay(y, backend)
+        out = np.empty_like(y)
+        out[found] = self.outputs[fit_row[found]]
+        if not found.all():
+            out[~found] = self._replay(y[~found], backend)
+        return out
+
+    def replay(self, Y, backend: str = "cpu") -> np.ndarray:
+        """The run's T iterations replayed on every row of Y, fit points included (rows x d, fit dtype).
+
+        :meth:`transform_block` does this for the rows that are not fit
+        points.  On a fit point, a replay on the fit's device sums as the fit
+        did and returns its output bit for bit when the fit was tiled; after a
+        dense (NumPy) fit or on another device it agrees to rounding, except
+        under the k-NN estimator at points with more than k duplicates (radius
+        0: rho jumps at s = 0), which :meth:`transform_block` therefore looks up.
+        Y is validated (numeric, finite, 2-D with the model's d columns).
+        """
+        check_backend(backend)
+        Y = check_points(Y, "Y", min_rows=1)
+        check_features(self, Y.shape, "Y")
+        return self._replay(self.normalised(Y), backend)
+
+    def normalised(self, Y) -> np.ndarray:
+        """Rows of Y through the fit's initial normalisation, on the host in the fit's dtype."""
+        return np.ascontiguousarray(apply_range(np.asarray(Y, dtype=np.float64), self.lo, self.hi),
+                                    dtype=self.dtype)  # fmt: skip
+
+    def fit_point_rows(self, y: np.ndarray) -> np.ndarray:
+        """For each normalised row of y, the fit point (reference of iteration 1) equal to it, else
+        :data:`~cdfts_dask.row_lookup.NOT_FOUND` (every row when the model holds no ``outputs``).
+
+        The lookup (:class:`~cdfts_dask.row_lookup.RowIndex`) is made once per process."""
+        if self.outputs is None or not self.iterations:
+            return np.full(len(y), NOT_FOUND, dtype=np.intp)
+        with _RESIDENT_LOCK:
+            if not self._fit_points:
+                self._fit_points.append(RowIndex.of(self.iterations[0].references))
+        return self._fit_points[0].find(y)
+
+    def _replay(self, y: np.ndarray, backend: str) -> np.ndarray:
+        """Normalised rows y replayed on ``backend``'s device.
+
+        Each iteration is the engine's shift body (``shift_targets``) with the
+        references P_t and y's current positions as targets, then the fit's
+        end-of-iteration normalisation (as the engine's ``finish``); all
+        references coincided (m_t = 0) means nothing moved in the fit, nor
+        here.  y goes to the device once and comes back once; the model's
+        arrays are already there (:meth:`on_device`).
         """
         dev = device_module(backend)
-        y = dev.prepare(apply_range(np.asarray(Y, dtype=np.float64), self.lo, self.hi), self.dtype)
+        y = dev.prepare(y, self.dtype)
         for it in self.on_device(backend):
             shifted = dev.shift_targets(it.references, y, it.plan)
             y = ((shifted - it.lo) / it.span).astype(self.dtype, copy=False)
@@ -234,7 +304,8 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
                 it_attrs["hi"], lam, k, dtype or "float64",
             )
         )  # fmt: skip
-    return CDFTSModel(first["lo"], first["hi"], iterations, lam, estimator, k, dtype or "float64")
+    outputs = group[store.iteration_key(last)]["X"][...]  # verified above, with every iteration read
+    return CDFTSModel(first["lo"], first["hi"], iterations, lam, estimator, k, dtype or "float64", outputs)
 
 
 # -- transforming arrays of any kind ----------------------------------------------------------------------

@@ -346,7 +346,8 @@ def run(
         result.model = (
             fitted.load(checkpoint)
             if checkpoint is not None
-            else fitted.CDFTSModel(*input_range, iterations, lam, estimator, k, dtype)
+            else fitted.CDFTSModel(*input_range, iterations, lam, estimator, k, dtype,
+                                   outputs=np.array(method.fetch(Xt), dtype=dtype))  # a copy: not result.X
         )
     result.X = Xt
     return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from conftest import DATA, load_csv, simulated_cuda, slow_unless
 from cdfts_dask import CDFTS, cdf_ts
 from cdfts_dask import model as fitted
 from cdfts_dask.cli import main
+from cdfts_dask.row_lookup import NOT_FOUND
 
 
 def blobs(n: int = 240, d: int = 3, seed: int = 0, duplicates: int = 0, constant: bool = False):
@@ -52,19 +55,61 @@ def test_transform_of_fit_points_equals_fit_transform_tiled(
                 client=client if workers == 2 else client1)  # fmt: skip
     Y = est.fit_transform(X)
     assert est.model_.n_iter == est.n_iter_ >= 2
-    assert np.abs(est.transform(X) - Y).max() <= 1e-9
+    assert np.array_equal(est.transform(X), Y)  # fit points take their stored outputs
+    assert np.array_equal(est.model_.replay(X), Y)  # the replay on the fit's device sums as the fit did
     dense = cdf_ts(X, lam=0.15, delta=1e-3, max_iter=6, estimator=estimator, k=k, method="dense")
     assert np.abs(Y - dense).max() <= 1e-9
 
 
-@pytest.mark.parametrize("estimator,k,dups,constant", CASES[:3])
+@pytest.mark.parametrize("estimator,k,dups,constant", CASES)
 def test_transform_of_fit_points_equals_fit_transform_dense(estimator, k, dups, constant):
-    """The dense oracle sums in another order than the kernel (equal to ~1e-14).  Under k-NN with
-    k + 1 or more duplicates (radius 0, where rho jumps at s = 0) that ulp matters: use the tiled
-    engine there, which replays bit for bit (test above)."""
+    """The dense oracle sums in another order than the kernel: its replay of a fit point agrees to
+    ~1e-14, except under k-NN at k + 1 or more duplicates (radius 0: rho jumps at s = 0, so the
+    replay's ulp moves a duplicate by up to q).  transform() gives every fit point its output."""
     X = blobs(duplicates=dups, constant=constant)
     est = CDFTS(lam=0.15, estimator=estimator, k=k, method="dense").fit(X)
-    assert np.abs(est.transform(X) - est.embedding_).max() <= 1e-9
+    assert np.array_equal(est.transform(X), est.embedding_)
+    new = np.random.default_rng(3).normal(1, 2, (30, 3))
+    both = est.transform(np.concatenate([new, X]))
+    assert np.array_equal(both[:30], est.model_.replay(new)) and np.array_equal(both[30:], est.embedding_)
+    if not (estimator == "knn" and dups > k):
+        assert np.abs(est.model_.replay(X) - est.embedding_).max() <= 1e-9
+
+
+def test_blooddonation_knn_fit_transforms_its_points_to_its_embedding(shared_datasets):
+    """The real case: one point 29 times among 604.  The dense fit's replay of its points moves the
+    copies by up to ~0.1 (radius 0 under k-NN, rho jumps at s = 0); transform() looks them up."""
+    X, _ = load_csv(shared_datasets / "anomaly" / "blooddonation.csv")
+    est = CDFTS(estimator="knn", k=5).fit(X)
+    assert est.model_.n_iter == est.n_iter_ >= 2
+    assert np.array_equal(est.transform(X), est.embedding_)
+    dense = cdf_ts(X, estimator="knn", k=5, method="dense")
+    assert np.array_equal(est.embedding_, dense)
+
+
+def test_a_fit_point_is_found_by_value_after_the_initial_normalisation():
+    """Fit points are recognised by value (-0.0 as 0.0), not by nearness: a row an ulp away is
+    replayed.  A model without ``outputs`` replays every row."""
+    X = blobs(duplicates=12)
+    X[:, 0] -= X[:, 0].min()  # a column whose minimum is 0.0: its normalised zero can be written -0.0
+    est = CDFTS(lam=0.15, estimator="knn", k=9, method="dense").fit(X)
+    model = est.model_
+    rows = model.fit_point_rows(model.normalised(X))
+    assert np.array_equal(X[rows], X) and np.array_equal(rows[13:], np.arange(13, len(X)))
+    Y = X.copy()
+    at_zero, moved = int(np.argmin(X[:, 0])), 20
+    Y[at_zero, 0] = -0.0
+    Y[moved, 1] = np.nextafter(X[moved, 1], np.inf)
+    rows = model.fit_point_rows(model.normalised(Y))
+    assert rows[at_zero] == at_zero and rows[moved] == NOT_FOUND
+    out = est.transform(Y)
+    assert np.array_equal(out[at_zero], est.embedding_[at_zero])
+    assert np.array_equal(out[moved], model.replay(Y[moved : moved + 1])[0])
+    without = dataclasses.replace(model, outputs=None)
+    assert (without.fit_point_rows(model.normalised(X)) == NOT_FOUND).all()
+    assert np.array_equal(without.transform_block(X), model.replay(X))
+    with pytest.raises(ValueError, match=r"one row per fit point \(240 x 3\), got shape \(3, 3\)"):
+        dataclasses.replace(model, outputs=X[:3])
 
 
 def test_float32_fit_replays_in_float32(client):
@@ -72,7 +117,9 @@ def test_float32_fit_replays_in_float32(client):
     est = CDFTS(lam=0.15, max_iter=4, method="tiled", dtype="float32", client=client, tile_size=64)
     Y = est.fit_transform(X)
     Z = est.transform(X)
-    assert Z.dtype == np.float32 and np.abs(Z - Y).max() <= 1e-6
+    assert Z.dtype == Y.dtype == np.float32 and np.array_equal(Z, Y)
+    replayed = est.model_.replay(X)
+    assert replayed.dtype == np.float32 and np.array_equal(replayed, Y)
 
 
 # -- the replay on the CUDA device (numba's CUDA simulator without a GPU) ----------------------------------
@@ -107,10 +154,12 @@ def test_cuda_replay_equals_fit_transform_and_the_cpu_replay(estimator, k, dups,
     assert np.abs(Y - dense).max() <= 1e-9
     new = np.random.default_rng(4).normal(1.5, 2.5, (23, 3))  # some beyond the fit range
     both = np.concatenate([X, new])
-    on_cuda = est.transform(both)
-    on_cpu = fitted.transform_numpy(est.model_, both, backend="cpu")
+    on_cuda = est.model_.replay(both, "cuda")
+    on_cpu = est.model_.replay(both, "cpu")
     assert np.abs(on_cuda[:60] - Y).max() <= 1e-9 and np.abs(on_cpu[:60] - Y).max() <= 1e-9
     assert np.abs(on_cuda - on_cpu).max() <= 1e-9
+    transformed = est.transform(both)  # on the fit's device: fit points looked up, new points replayed
+    assert np.array_equal(transformed[:60], Y) and np.array_equal(transformed[60:], on_cuda[60:])
 
 
 @simulated_cuda
@@ -123,7 +172,7 @@ def test_cuda_replay_of_knn_radius_zero_is_the_cuda_fit(client, cuda_tiles_of_16
     est = CDFTS(lam=0.2, delta=1e-9, max_iter=3, estimator="knn", k=3, client=client, tile_size=25,
                 backend="cuda")  # fmt: skip
     Y = est.fit_transform(X)
-    assert np.abs(est.transform(X) - Y).max() <= 1e-9
+    assert np.array_equal(est.model_.replay(X, "cuda"), Y)
     dense = cdf_ts(X, lam=0.2, delta=1e-9, max_iter=3, estimator="knn", k=3, method="dense")
     assert np.abs(Y - dense).max() <= 1e-9
 
@@ -134,17 +183,18 @@ def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
     X = blobs(60, duplicates=5)
     est = CDFTS(lam=0.2, max_iter=3, dtype="float32", client=client, tile_size=25, backend="cuda")
     Y = est.fit_transform(X)
-    Z = est.transform(X)
+    Z = est.model_.replay(X, "cuda")
     assert Z.dtype == np.float32 and np.abs(Z - Y).max() <= 1e-6
-    assert np.abs(fitted.transform_numpy(est.model_, X, backend="cpu") - Z).max() <= 1e-6
+    assert np.abs(est.model_.replay(X, "cpu") - Z).max() <= 1e-6
 
 
 @simulated_cuda
 @pytest.mark.slow
 def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_of_16, monkeypatch):
     """A dask array on the workers (one task per row chunk), a NumPy array in chunks in this process: both
-    the one-block replay, by the CUDA shift body; the model's device copies are made once per process
-    (whatever the number of chunks) and never pickled."""
+    the one-block replay, by the CUDA shift body; the model's device copies (and its fit-point lookup)
+    are made once per process (whatever the number of chunks) and never pickled; fit points run nothing
+    on the device."""
     import pickle
 
     from cdfts_dask.engine import cuda
@@ -164,17 +214,21 @@ def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_o
     counted("prepare")
     X = blobs(60, duplicates=4)
     est = CDFTS(lam=0.2, max_iter=2, method="dense").fit(X)
-    whole = est.model_.transform_block(X, "cuda")
+    new = blobs(60, seed=7)  # no fit point among them: every row is replayed
+    whole = est.model_.transform_block(new, "cuda")
     assert calls["shift_targets"] == 2  # one per iteration
-    chunked = fitted.transform_numpy(est.model_, X, row_chunk=17, backend="cuda")
+    chunked = fitted.transform_numpy(est.model_, new, row_chunk=17, backend="cuda")
     assert np.array_equal(chunked, whole) and calls["shift_targets"] == 2 + 4 * 2  # 4 chunks x 2 iterations
     per_iteration = 3 + 7  # references, lo, span and the plan's 7 arrays
     assert calls["prepare"] == 2 * per_iteration + 1 + 4  # the model once, then each block's points
     assert est.model_.on_device("cuda") is est.model_.on_device("cuda")
-    assert pickle.loads(pickle.dumps(est.model_))._resident == {}
-    lazy = fitted.transform_dask(est.model_, da.from_array(X, chunks=(17, 3)), backend="cuda")
+    assert np.array_equal(est.model_.transform_block(X, "cuda"), est.embedding_)  # fit points: looked up
+    assert calls["shift_targets"] == 10 and calls["prepare"] == 2 * per_iteration + 1 + 4
+    unpickled = pickle.loads(pickle.dumps(est.model_))
+    assert unpickled._resident == {} and unpickled._fit_points == []
+    lazy = fitted.transform_dask(est.model_, da.from_array(new, chunks=(17, 3)), backend="cuda")
     assert np.array_equal(client.compute(lazy).result(), whole)
-    assert np.abs(whole - est.embedding_).max() <= 1e-9
+    assert np.abs(est.model_.replay(X, "cuda") - est.embedding_).max() <= 1e-9
     with pytest.raises(ValueError, match="backend must be one of .*'gpu'"):
         fitted.transform_numpy(est.model_, X, backend="gpu")
 
@@ -201,7 +255,8 @@ def test_a_fit_point_maps_to_its_output(syn_model):
     new = rng.uniform(X.min(0), X.max(0), (20, 2))
     rows = [3, 700, 1499]
     Y = est.transform(np.concatenate([new, X[rows]]))
-    assert np.abs(Y[20:] - est.embedding_[rows]).max() <= 1e-9
+    assert np.array_equal(Y[20:], est.embedding_[rows])
+    assert np.abs(est.model_.replay(X[rows]) - est.embedding_[rows]).max() <= 1e-9
 
 
 def test_points_outside_the_fit_range_are_allowed(syn_model):
@@ -222,6 +277,13 @@ def test_feature_count_and_bad_values_are_refused(syn_model):
         est.transform(np.array([[0.1, np.nan]]))
     with pytest.raises(ValueError, match="X has 3 features .columns., but the model was fitted on 2"):
         fitted.transform_numpy(est.model_, np.ones((4, 3)))
+    for bad, message in [(X[None], r"Y must be 2-dimensional .* got shape \(1, 1500, 2\)"),
+                         (np.ones((4, 3)), "Y has 3 features .columns., but the model was fitted on 2"),
+                         (np.array([[0.1, np.inf]]), "Y contains NaN or inf .first at row 0, column 1")]:
+        with pytest.raises(ValueError, match=message):
+            est.model_.replay(bad)
+    with pytest.raises(ValueError, match="backend must be one of .*got 'gpu'"):
+        est.model_.replay(X, "gpu")
 
 
 def test_dask_input_gives_a_lazy_chunked_transform(syn_model):
@@ -282,19 +344,23 @@ def test_store_of_a_completed_run_is_the_same_model(estimator, k, tmp_path, clie
             x, y = getattr(a, name), getattr(b, name)
             assert (x is None and y is None) or np.array_equal(x, y)
         assert np.array_equal(a.lo, b.lo) and np.array_equal(a.hi, b.hi)
+    assert np.array_equal(loaded.outputs, memory.model_.outputs) and np.array_equal(loaded.outputs, Y)
     new = np.random.default_rng(5).normal(1, 2, (30, 3))
     assert np.array_equal(fitted.transform_numpy(loaded, new), memory.transform(new))
-    assert np.abs(fitted.transform_numpy(loaded, X) - Y).max() <= 1e-9
+    assert np.array_equal(fitted.transform_numpy(loaded, X), Y)
+    assert np.abs(loaded.replay(X) - Y).max() <= 1e-9
 
 
 def test_resumed_run_is_a_model_of_all_its_iterations(tmp_path):
     X = blobs()
     store = tmp_path / "run.zarr"
-    cdf_ts(X, lam=0.15, delta=1e-9, max_iter=2, checkpoint=store)
+    first = cdf_ts(X, lam=0.15, delta=1e-9, max_iter=2, checkpoint=store)
     Y, info = cdf_ts(X, lam=0.15, delta=1e-9, max_iter=5, checkpoint=store, resume=True, return_info=True)
     assert info.resumed_from == 2
     model = fitted.load(store)
-    assert model.n_iter == 5 and np.abs(fitted.transform_numpy(model, X) - Y).max() <= 1e-9
+    assert model.n_iter == 5 and np.array_equal(fitted.transform_numpy(model, X), Y)
+    assert np.abs(model.replay(X) - Y).max() <= 1e-9
+    assert np.array_equal(fitted.load(store, n_iter=2).outputs, first)
 
 
 def test_store_errors_name_the_problem(tmp_path):

@@ -39,12 +39,29 @@ def test_sampled_fit_is_the_fit_on_the_drawn_rows_then_a_transform(syn, estimato
     assert np.array_equal(idx, draw_indices(len(syn), s, 7)) and len(np.unique(idx)) == s
     k_s = sampled_k(k, s, len(syn))
     on_sample = cdf_ts(syn[idx], lam=0.1, delta=0.01, estimator=estimator, k=k_s)
-    assert np.abs(Y[idx] - on_sample).max() <= 1e-9  # a drawn point maps to its fitted output
+    assert np.array_equal(Y[idx], on_sample)  # a drawn point maps to its fitted output
     assert np.abs(Y - fitted.transform_numpy(info.model, syn)).max() == 0
     assert info.model.n_references == s and (info.model.k == k_s)
     again = cdf_ts(syn, lam=0.1, delta=0.01, estimator=estimator, k=k, n_references=s, random_state=7)
     other = cdf_ts(syn, lam=0.1, delta=0.01, estimator=estimator, k=k, n_references=s, random_state=8)
     assert np.array_equal(again, Y) and not np.array_equal(other, Y)
+
+
+def test_sampled_knn_fit_gives_every_copy_of_a_drawn_point_its_output():
+    """More than k_s copies of one point among the drawn rows (radius 0 there, where rho jumps at s = 0):
+    every copy, drawn or not, takes the drawn point's fitted output (a replay an ulp off the references
+    would move them by up to q)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(0, 1, (200, 2))
+    X[:40] = X[0]
+    Y, info = cdf_ts(X, lam=0.1, delta=0.01, estimator="knn", k=20, n_references=100, random_state=1,
+                     return_info=True)  # fmt: skip
+    idx = info.sample_indices
+    drawn_copies = int(np.count_nonzero(idx < 40))
+    assert drawn_copies > info.model.k == sampled_k(20, 100, 200)
+    on_sample = cdf_ts(X[idx], lam=0.1, delta=0.01, estimator="knn", k=info.model.k)
+    assert np.array_equal(Y[idx], on_sample)
+    assert (Y[:40] == on_sample[0]).all()
 
 
 def test_knn_k_scales_with_the_sample():
