@@ -291,13 +291,21 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
         method.write_output(str(output), result.X, attrs)
         out = zarr.open_array(str(output), mode="r")
     elif lazy is not None and lazy.is_dask:
-        out = lazy.like_input(result.X if on_cluster else method.fetch(result.X))
+        out = lazy.like_input(result.X if on_cluster else _on_host(method, result))
     else:
-        out = method.fetch(result.X)
+        out = _on_host(method, result)
         if output is not None:
             write_table(output, out)
     result.X = out
     return out, result
+
+
+def _on_host(method, result: runner.RunResult) -> np.ndarray:
+    """The final positions as NumPy here: a copy of the model's ``outputs`` when the run kept a model
+    (already fetched from the workers once), else fetched."""
+    if result.model is not None and result.model.outputs is not None:
+        return result.model.outputs.copy()
+    return method.fetch(result.X)
 
 
 def _prepared(X, lam) -> np.ndarray:

@@ -48,6 +48,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -111,8 +112,6 @@ class CDFTSModel:
     outputs: np.ndarray | None = None
     #: backend -> the iterations on that device, made in this process on first use (never pickled)
     _resident: dict = field(init=False, repr=False, compare=False, default_factory=dict)
-    #: the fit points' lookup (:meth:`fit_point_rows`), made in this process on first use (never pickled)
-    _fit_points: list = field(init=False, repr=False, compare=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.lo = np.asarray(self.lo, dtype=np.float64)
@@ -126,8 +125,10 @@ class CDFTSModel:
                 )
 
     def __getstate__(self) -> dict:
-        """Pickled without the device copies or the lookup: a worker makes its own once."""
-        return {**self.__dict__, "_resident": {}, "_fit_points": []}
+        """Pickled without the device copies or the fit-point lookup: a worker makes its own once."""
+        state = {**self.__dict__, "_resident": {}}
+        state.pop("_fit_point_index", None)
+        return state
 
     def on_device(self, backend: str) -> list[ResidentIteration]:
         """Every iteration's references, shift plan and end-of-iteration range on ``backend``'s device.
@@ -212,12 +213,16 @@ class CDFTSModel:
         :data:`~cdfts_dask.row_lookup.NOT_FOUND` (every row when the model holds no ``outputs``).
 
         The lookup (:class:`~cdfts_dask.row_lookup.RowIndex`) is made once per process."""
-        if self.outputs is None or not self.iterations:
+        if self._fit_point_index is None:
             return np.full(len(y), NOT_FOUND, dtype=np.intp)
-        with _RESIDENT_LOCK:
-            if not self._fit_points:
-                self._fit_points.append(RowIndex.of(self.iterations[0].references))
-        return self._fit_points[0].find(y)
+        return self._fit_point_index.find(y)
+
+    @cached_property
+    def _fit_point_index(self) -> RowIndex | None:
+        """The fit points' lookup (None without ``outputs``); two threads at once may both build it."""
+        if self.outputs is None or not self.iterations:
+            return None
+        return RowIndex.of(self.iterations[0].references)
 
     def _replay(self, y: np.ndarray, backend: str) -> np.ndarray:
         """Normalised rows y replayed on ``backend``'s device.

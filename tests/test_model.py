@@ -225,7 +225,7 @@ def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_o
     assert np.array_equal(est.model_.transform_block(X, "cuda"), est.embedding_)  # fit points: looked up
     assert calls["shift_targets"] == 10 and calls["prepare"] == 2 * per_iteration + 1 + 4
     unpickled = pickle.loads(pickle.dumps(est.model_))
-    assert unpickled._resident == {} and unpickled._fit_points == []
+    assert unpickled._resident == {} and "_fit_point_index" not in vars(unpickled)
     lazy = fitted.transform_dask(est.model_, da.from_array(new, chunks=(17, 3)), backend="cuda")
     assert np.array_equal(client.compute(lazy).result(), whole)
     assert np.abs(est.model_.replay(X, "cuda") - est.embedding_).max() <= 1e-9
