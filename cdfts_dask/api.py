@@ -18,7 +18,7 @@ from .inputs import is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
-from .outputs import check_writable, output_format, write_table
+from .outputs import checked_output, output_format, write_table
 from .params import RunParams
 
 
@@ -107,10 +107,7 @@ def cdf_ts(
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
     # absolute here, on the client: workers with another working directory write where the user meant
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint)
-    output = None if output is None else paths.absolute(output)
-    if output is not None:
-        output_format(output)
-        check_writable(output)
+    output = checked_output(output)
     paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
     with verbosity(verbose):
         fit = FitSpec.check(
@@ -125,8 +122,11 @@ def cdf_ts(
             result = fit_sample(fit)
             to_zarr = output is not None and output_format(output) == ".zarr"
             out = transform_input(result.model, fit, output if to_zarr else None)
-            if output is not None and not to_zarr:
-                write_table(output, out)
+            if output is not None and not to_zarr:  # a .npy / .csv: computed once, written, returned
+                dask_in = fit.lazy is not None and fit.lazy.is_dask
+                host = out.compute() if dask_in else out
+                write_table(output, host)
+                out = fit.lazy.like_input(host) if dask_in else host
             result.X = out
         return (out, result) if return_info else out
 
@@ -147,6 +147,7 @@ class FitSpec:
     n_references: int | None
     random_state: object
     security: object = None  # distributed.security.Security for the Dask connection, or None
+    feature_names: list[str] | None = None  # a DataFrame's column names: kept in the store and the model
 
     @property
     def sampled(self) -> bool:
@@ -155,8 +156,9 @@ class FitSpec:
     @classmethod
     def check(cls, X, *, lam, delta, max_iter, estimator, k, method, client, tile_size, checkpoint, resume,
               n_workers, progress, dtype, backend, n_references, random_state,
-              security=None) -> FitSpec:  # fmt: skip
-        """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input)."""
+              security=None, feature_names=None) -> FitSpec:  # fmt: skip
+        """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input).
+        ``feature_names``: the columns' names (default: a DataFrame's, when all are text)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
         n_references = sampling.check_n_references(n_references)
         random_state = sampling.check_random_state(random_state)
@@ -166,12 +168,23 @@ class FitSpec:
             raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
         if not (progress is None or isinstance(progress, bool) or callable(progress)):
             raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
+        if feature_names is None:
+            feature_names = column_names(X)
         lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
         points = load_points(X) if lazy is None else None
         n, d = points.shape if lazy is None else lazy.shape
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
-                   resume, progress, n_references, random_state, security)  # fmt: skip
+                   resume, progress, n_references, random_state, security,
+                   None if feature_names is None else [str(c) for c in feature_names])  # fmt: skip
+
+
+def column_names(X) -> list[str] | None:
+    """A DataFrame's column names when every one is text (as scikit-learn's ``feature_names_in_``)."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not all(isinstance(c, str) for c in columns):
+        return None
+    return list(columns)
 
 
 def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
@@ -190,6 +203,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
         progress_bar=fit.progress is True,
         dtype=p.dtype,
         keep_model=keep_model,
+        feature_names=fit.feature_names,
     )
     where = f"CDF-TS of n = {fit.n} points, d = {fit.d} (lambda = {p.lam}, {p.estimator} estimator)"
     if p.method == "dense":
@@ -291,7 +305,12 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
         method.write_output(str(output), result.X, attrs)
         out = zarr.open_array(str(output), mode="r")
     elif lazy is not None and lazy.is_dask:
-        out = lazy.like_input(result.X if on_cluster else _on_host(method, result))
+        if output is not None:  # a .npy / .csv output: fetched once, written here, returned like the input
+            host = _on_host(method, result)
+            write_table(output, host)
+            out = lazy.like_input(host)
+        else:
+            out = lazy.like_input(result.X if on_cluster else _on_host(method, result))
     else:
         out = _on_host(method, result)
         if output is not None:

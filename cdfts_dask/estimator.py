@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import api, model
 from .csv_blocks import is_large_csv
+from .csv_input import warn_label_like_columns
 from .inputs import is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
+from .outputs import checked_output, output_format, write_table
+from .paths import check_run_paths
 
 
 class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -89,8 +93,12 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Array-likes: scikit-learn validation (float64, 2-D, finite, n >= 2, feature checks).
         Dask / Zarr input: shape and dtype only (the workers check the values chunk by chunk)."""
         chunked = is_zarr_path(X) or is_large_csv(X)  # read chunk-wise by the workers
-        if is_path(X) and not chunked:
-            X = read_table(X, name="X")[0]  # a CSV / .npy file: read, then validated as an array
+        if is_path(X) and not chunked:  # a CSV / .npy file: read, then validated as an array
+            path = X
+            X, _, header = read_table(path, name="X")
+            warn_label_like_columns(header, path, "X")
+            if header is not None:  # its column names, checked like a DataFrame's at transform
+                X = pd.DataFrame(X, columns=header)
         if not (chunked or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
@@ -110,7 +118,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not isinstance(verbose, bool):
             raise TypeError(f"verbose must be True or False, got {verbose!r}")
         with verbosity(verbose):
-            spec = api.FitSpec.check(X, **params)
+            spec = api.FitSpec.check(X, **params, feature_names=getattr(self, "feature_names_in_", None))
             result = api.fit_sample(spec) if spec.sampled else api.fit_exact(spec, keep_model=True)[1]
         self.model_ = result.model
         self.embedding_ = result.X
@@ -125,21 +133,33 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         on the device the fit used (``backend``).
 
         NumPy / array-like in: NumPy out.  Dask array, Zarr array, Zarr path
-        or large CSV file in: a lazy dask array (one task per row chunk, the model shared), or,
-        with ``output`` (a Zarr path), the result written there chunk by chunk
-        on ``client`` and returned opened read-only.
+        or large CSV file in: a lazy dask array (one task per row chunk, the model shared).
+        ``output``, as in :func:`cdfts_dask.cdf_ts`: a ``.zarr`` path is written chunk by chunk
+        on ``client`` and returned opened read-only; a ``.npy`` / ``.csv`` path is written
+        atomically here and the result returned as without it.  Checked before any work: it
+        may be neither the input nor the fit's ``checkpoint`` store (the model), nor a folder
+        of other files.
         """
         check_is_fitted(self)
-        model.check_not_the_input(output, X)
+        output = checked_output(output)
+        check_run_paths(input=X if is_path(X) else None, checkpoint=self.checkpoint, output=output)
         X = self._validated(X, reset=False)
+        if output is not None and output_format(output) == ".zarr":
+            source = X if isinstance(X, da.Array) else api.da_from_numpy(X)
+            return model.transform_to_zarr(
+                self.model_, source, output, self.client, self.n_workers, self.backend
+            )
         if not isinstance(X, da.Array):
+            Y = model.transform_numpy(self.model_, X, backend=self.backend)
             if output is not None:
-                return model.transform_to_zarr(self.model_, api.da_from_numpy(X), output, self.client,
-                                               self.n_workers, self.backend)  # fmt: skip
-            return model.transform_numpy(self.model_, X, backend=self.backend)
-        if output is not None:
-            return model.transform_to_zarr(self.model_, X, output, self.client, self.n_workers, self.backend)
-        return model.transform_dask(self.model_, model.as_dask(X), backend=self.backend)
+                write_table(output, Y)
+            return Y
+        Y = model.transform_dask(self.model_, X, backend=self.backend)
+        if output is not None:  # computed once, written, returned chunked like the lazy result
+            host = Y.compute()
+            write_table(output, host)
+            Y = da.from_array(host, chunks=Y.chunks)
+        return Y
 
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X).transform(X)``; an exact fit already holds the result (``embedding_``)."""

@@ -110,6 +110,8 @@ class CDFTSModel:
     dtype: str = "float64"
     #: the fit points' outputs (n_f x d, the fit's dtype): row j is where reference j of iteration 1 ended
     outputs: np.ndarray | None = None
+    #: the fit input's column names (a DataFrame's, a CSV file's header), or None when it had none
+    feature_names: list[str] | None = None
     #: backend -> the iterations on that device, made in this process on first use (never pickled)
     _resident: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
@@ -261,8 +263,9 @@ def _array(values):
 
 def load(path, n_iter: int | None = None) -> CDFTSModel:
     """The model of the completed run stored at ``path`` (a ``--checkpoint`` / ``checkpoint=`` store):
-    its first ``n_iter`` iterations (all when None).  Every iteration read is verified against the
-    checksums stored at commit.
+    its first ``n_iter`` iterations (None: those of the result the last run returned, which is all
+    the store holds unless that run was resumed with a smaller ``max_iter`` or a larger ``delta``).
+    Every iteration read is verified against the checksums stored at commit.
 
     Raises ``ValueError`` naming the path when it is not a cdfts-dask run, the
     run did not complete, or the store predates model support.
@@ -295,7 +298,11 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
     lam, estimator, k, dtype = params["lam"], params["estimator"], params.get("k"), params.get("dtype")
     stats_name = "counts" if estimator == "epsilon" else "radius"
     iterations = []
-    last = int(attrs["completed"]) if n_iter is None else min(int(n_iter), int(attrs["completed"]))
+    try:
+        returned = store.result_iteration(attrs, path)  # the iteration the run returned: the model's last
+    except store.StoreDamaged as exc:
+        raise ValueError(f"model: {exc}") from None
+    last = returned if n_iter is None else min(int(n_iter), int(attrs["completed"]))
     for t in range(0, last + 1):
         problem = store.verify_iteration(group, t)
         if problem is not None:
@@ -310,7 +317,8 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
             )
         )  # fmt: skip
     outputs = group[store.iteration_key(last)]["X"][...]  # verified above, with every iteration read
-    return CDFTSModel(first["lo"], first["hi"], iterations, lam, estimator, k, dtype or "float64", outputs)
+    return CDFTSModel(first["lo"], first["hi"], iterations, lam, estimator, k, dtype or "float64", outputs,
+                      params.get("feature_names"))  # fmt: skip
 
 
 # -- transforming arrays of any kind ----------------------------------------------------------------------
@@ -374,6 +382,17 @@ def check_features(model: CDFTSModel, shape: tuple, name: str) -> None:
         )
 
 
+def check_feature_names(model: CDFTSModel, names, name: str) -> None:
+    """Y's column names (a CSV header), when both Y and the fit had names, must be the fit's, in order:
+    a column is replayed as the fit's column in its place, whatever its name."""
+    if names is None or model.feature_names is None or list(names) == list(model.feature_names):
+        return
+    raise ValueError(
+        f"{name} has the columns {list(names)}, but the model was fitted on {list(model.feature_names)} "
+        "(same names in the same order)"
+    )
+
+
 def transform_to_zarr(
     model: CDFTSModel, Y, output, client=None, n_workers: int | None = None, backend: str = "cpu"
 ):
@@ -387,20 +406,14 @@ def transform_to_zarr(
     import zarr
 
     from .dask_client import dask_client
+    from .inputs import is_path
+    from .paths import check_run_paths
 
-    check_not_the_input(output, Y)
+    check_run_paths(input=Y if is_path(Y) else None, output=output)  # never the input, nor a user's folder
     lazy = transform_dask(model, as_dask(Y), backend=backend)
     with dask_client(client, n_workers, gpu=backend == "cuda") as c:
         store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
     return zarr.open_array(str(output), mode="r")
-
-
-def check_not_the_input(output, source, name: str = "X") -> None:
-    """Refuse an ``output`` path that is the input itself (the input is never overwritten)."""
-    from .inputs import is_path
-
-    if output is not None and is_path(source) and Path(source).resolve() == Path(output).resolve():
-        raise ValueError(f"output {str(output)!r} is the input {name}; choose another output path")
 
 
 def as_dask(Y, name: str = "X"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import remove_stale_temporaries, temporary_sibling
+from .paths import absolute, remove_stale_temporaries, temporary_sibling
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -31,6 +31,18 @@ def check_writable(path) -> None:
         raise ValueError(f"output: directory does not exist: {str(parent)!r}")
     if not os.access(parent, os.W_OK):
         raise ValueError(f"output: directory is not writable: {str(parent)!r}")
+
+
+def checked_output(output) -> str | None:
+    """``output`` made absolute here, on the client (workers in another directory write where the user
+    meant), after checking its suffix and that its directory can be written: before any work.  The
+    clash with the input and the store is :func:`cdfts_dask.paths.check_run_paths`'s to refuse."""
+    if output is None:
+        return None
+    output = absolute(output)
+    output_format(output)
+    check_writable(output)
+    return output
 
 
 def write_table(

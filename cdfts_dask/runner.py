@@ -248,6 +248,7 @@ def run(
     dtype: str = "float64",
     progress_bar: bool = False,
     keep_model: bool = False,
+    feature_names: list[str] | None = None,
 ) -> RunResult:
     """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
 
@@ -269,6 +270,7 @@ def run(
         "dtype": dtype,
         "delta": delta,
         "max_iter": max_iter,
+        "feature_names": feature_names,  # the input's column names, or None; not a trajectory parameter
     }
     fp = method.fingerprint(X) if checkpoint is not None else None
     result = RunResult(None)
@@ -280,6 +282,7 @@ def run(
                 "or choose another path"
             )
         ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)  # verified; may fall back, or refuse
+        ckpt.reopen(params)  # "running" until this run finishes: a killed resume leaves no finished model
         done = ckpt.completed
         stop = ckpt.stored_stop(delta, max_iter)  # where this run would stop, if the store already holds it
         result.deltas = ckpt.deltas[: done if stop is None else stop]
@@ -293,6 +296,7 @@ def run(
         start = done + 1
         if stop is not None:
             result.X, result.converged = Xt, bool(result.deltas) and result.deltas[-1] <= delta
+            ckpt.finish("converged" if result.converged else "max_iter", stop)  # the store's model: 1..stop
             if keep_model:
                 result.model = fitted.load(checkpoint, n_iter=stop)
             return result
@@ -341,13 +345,15 @@ def run(
         len(result.deltas), result.deltas[-1], time.perf_counter() - run_tic,
     )  # fmt: skip
     if checkpoint is not None:
-        store.Checkpoint(checkpoint).finish("converged" if result.converged else "max_iter")
+        status = "converged" if result.converged else "max_iter"
+        store.Checkpoint(checkpoint).finish(status, len(result.deltas))  # the iteration returned
     if keep_model:
         result.model = (
             fitted.load(checkpoint)
             if checkpoint is not None
             else fitted.CDFTSModel(*input_range, iterations, lam, estimator, k, dtype,
-                                   outputs=np.array(method.fetch(Xt), dtype=dtype))  # a copy: not result.X
+                                   outputs=np.array(method.fetch(Xt), dtype=dtype),  # a copy: not result.X
+                                   feature_names=feature_names)
         )
     result.X = Xt
     return result

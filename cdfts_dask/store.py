@@ -3,9 +3,11 @@
 Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 2::
 
     attrs: format ("cdfts-dask"), format_version (2), params (lam, estimator, k, dtype,
-           delta, max_iter), fingerprint (SHA-256 of the input), shape,
+           delta, max_iter, feature_names: the input's column names or None),
+           fingerprint (SHA-256 of the input), shape,
            completed (index of the last complete iteration), deltas (Delta of
-           iterations 1..completed), status ("running", "converged", "max_iter")
+           iterations 1..completed), status ("running", "converged", "max_iter"),
+           result_iteration (once a run finished: the iteration it returned, <= completed)
     iterations/00000/X          the min-max normalised input
     iterations/00000 attrs:     lo, hi (column range of the raw input; format_version >= 2)
     iterations/<t>/X            positions after iteration t (normalised)
@@ -40,7 +42,12 @@ when a reader must know about them.  Stores of ``format = "cdfts-dask/1"``
 A store whose ``status`` is in :data:`COMPLETE_STATUSES` is a fitted model
 (:func:`cdfts_dask.model.load`): iteration t's references are the positions
 of iteration t - 1, with iteration t's statistics, m, lo and hi; iteration 0
-keeps ``lo``, ``hi``, the raw input's column range.
+keeps ``lo``, ``hi``, the raw input's column range.  A resumed run marks the
+store ``running`` (with its own ``delta`` and ``max_iter``) before it computes
+anything, so a store whose resume was interrupted is no model until resumed
+again; a finished run records ``result_iteration``, the iteration it returned
+(fewer than ``completed`` when it was resumed with a smaller ``max_iter`` or a
+larger ``delta``), and that is the model's last iteration.
 """
 
 from __future__ import annotations
@@ -293,8 +300,29 @@ class Checkpoint:
         deltas = self.deltas[: max(t - 1, 0)] + ([float(attrs["delta"])] if "delta" in attrs else [])
         self.group.attrs.update({"deltas": deltas, "completed": t})
 
-    def finish(self, status: str) -> None:
-        self.group.attrs["status"] = status
+    def reopen(self, params: dict) -> None:
+        """A resumed run: ``running`` again, with this run's parameters (``delta``, ``max_iter``), until
+        :meth:`finish` (a resume killed before it leaves no store that reads as a finished model)."""
+        self.group.attrs.update({"status": "running", "params": params})
+
+    def finish(self, status: str, result_iteration: int) -> None:
+        """The run finished (``status`` in :data:`COMPLETE_STATUSES`), returning ``result_iteration``."""
+        self.group.attrs.update({"status": status, "result_iteration": int(result_iteration)})
+
+
+def result_iteration(attrs: dict, path) -> int:
+    """The iteration the last finished run on the store at ``path`` (root attributes ``attrs``) returned:
+    ``result_iteration``, or ``completed`` for stores written before it was recorded.  Refused
+    (:class:`StoreDamaged`) unless an iteration number in 1..completed."""
+    done = attrs.get("completed")
+    t = attrs.get("result_iteration", done)
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (t, done)) and 1 <= t <= done
+    if not ok:
+        raise StoreDamaged(
+            f"checkpoint {str(path)!r} is damaged: its 'result_iteration' ({t!r}) is not an iteration number "
+            f"in 1..completed ({done!r}); remove the store and start again"
+        )
+    return t
 
 
 def _remove_empty_store(path: Path) -> None:

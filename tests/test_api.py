@@ -50,6 +50,24 @@ def test_output_to_zarr(tmp_path, X, expected, client):
     assert [p.name for p in tmp_path.iterdir()] == ["y.zarr"]  # no temporary left behind
 
 
+@pytest.mark.parametrize("how", ["dense", "tiled", "sampled"])
+def test_dask_array_in_npy_and_csv_out_writes_the_file(tmp_path, X, expected, client, how):
+    """Regression: with a dask array in, ``output="o.npy"`` / ``"o.csv"`` returned the dask array and
+    wrote no file (the sampled fit: the .npy write failed, the .csv was computed cell by cell)."""
+    kw = {"dense": dict(method="dense"), "tiled": dict(method="tiled", client=client, tile_size=32),
+          "sampled": dict(n_references=80, random_state=3)}[how]  # fmt: skip
+    lazy_in = da.from_array(X, chunks=(40, 3))
+    want = expected if how != "sampled" else cdf_ts(X, lam=0.2, delta=0.01, **kw)
+    for name in ("o.npy", "o.csv"):
+        out = cdf_ts(lazy_in, lam=0.2, delta=0.01, output=tmp_path / name, **kw)
+        assert isinstance(out, da.Array) and out.chunks == lazy_in.chunks
+        written = np.load(tmp_path / name) if name.endswith(".npy") else np.loadtxt(
+            tmp_path / name, delimiter=",", skiprows=1)  # fmt: skip
+        assert np.array_equal(written, out.compute())
+        assert np.abs(written - want).max() <= (1e-9 if how == "tiled" else 0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv", "o.npy"]
+
+
 def test_auto_method_and_scheduler_address(X, expected, client):
     assert np.abs(cdf_ts(X, lam=0.2, delta=0.01) - expected).max() <= 1e-12  # auto -> dense
     addr = client.scheduler.address

@@ -326,6 +326,44 @@ def test_zarr_path_to_zarr_chunkwise_on_workers(syn_model, tmp_path, client):
     assert np.array_equal(zarr.open_array(str(src), mode="r")[...], X)
 
 
+def test_transform_output_never_replaces_the_model_store_or_a_folder_and_writes_every_format(tmp_path):
+    """Regression: ``CDFTS.transform(X, output=...)`` checked only "output is the input": it replaced the
+    fit's own checkpoint store (the model) by the output array, deleted a folder of user files, and
+    wrote ``out.npy`` as a Zarr folder.  Now the output is checked as ``cdf_ts``'s is, before any work,
+    and ``.npy`` / ``.csv`` are written as such."""
+    X = blobs(120, 2)
+    store = tmp_path / "model.zarr"
+    est = CDFTS(lam=0.15, max_iter=2, checkpoint=store).fit(X)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "important.txt").write_text("keep me")
+    refusals = {
+        store: "is the checkpoint .*refusing to overwrite it",
+        store / "inside.zarr": "is inside the checkpoint",
+        tmp_path / "results": "unsupported file type",
+        tmp_path / "results.zarr": None,  # a fresh name: fine (checked below)
+        tmp_path / "no-such-dir" / "o.npy": "directory does not exist",
+    }
+    (tmp_path / "results.zarr").mkdir()
+    (tmp_path / "results.zarr" / "important.txt").write_text("keep me too")
+    refusals[tmp_path / "results.zarr"] = "is an existing directory that is not a Zarr array"
+    for output, message in refusals.items():
+        with pytest.raises(ValueError, match=message):
+            est.transform(X[:5], output=output)
+    assert fitted.load(store).n_iter == 2
+    assert (tmp_path / "results" / "important.txt").read_text() == "keep me"
+    assert (tmp_path / "results.zarr" / "important.txt").read_text() == "keep me too"
+    new = np.random.default_rng(3).normal(1, 2, (40, 2))
+    expected = est.transform(new)
+    npy = est.transform(new, output=tmp_path / "o.npy")
+    assert np.array_equal(npy, expected) and np.array_equal(np.load(tmp_path / "o.npy"), expected)
+    est.transform(new, output=tmp_path / "o.csv")
+    assert np.array_equal(np.loadtxt(tmp_path / "o.csv", delimiter=",", skiprows=1), expected)
+    lazy = est.transform(da.from_array(new, chunks=(15, 2)), output=tmp_path / "d.npy")
+    assert isinstance(lazy, da.Array) and lazy.chunks == ((15, 15, 10), (2,))
+    assert np.array_equal(np.load(tmp_path / "d.npy"), expected) and np.array_equal(lazy.compute(), expected)
+    assert np.array_equal(est.transform(new, output=tmp_path / "o.zarr")[...], expected)
+
+
 # -- a completed checkpoint store is a model ---------------------------------------------------------------
 
 
@@ -361,6 +399,77 @@ def test_resumed_run_is_a_model_of_all_its_iterations(tmp_path):
     assert model.n_iter == 5 and np.array_equal(fitted.transform_numpy(model, X), Y)
     assert np.abs(model.replay(X) - Y).max() <= 1e-9
     assert np.array_equal(fitted.load(store, n_iter=2).outputs, first)
+
+
+def test_a_resume_interrupted_before_it_finished_is_no_model(tmp_path):
+    """Regression: a finished store resumed with a larger max_iter and killed after iteration 5 still
+    said status='max_iter': model.load took it as a 5-iteration model (first run: 3, asked for: 8)."""
+    X = blobs()
+    store = tmp_path / "run.zarr"
+    cdf_ts(X, lam=0.15, delta=1e-9, max_iter=3, checkpoint=store)
+
+    def killed_after_iteration_5(report):
+        if report.iteration == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cdf_ts(X, lam=0.15, delta=1e-9, max_iter=8, checkpoint=store, resume=True,
+               progress=killed_after_iteration_5)  # fmt: skip
+    attrs = zarr.open_group(str(store), mode="r").attrs
+    assert attrs["status"] == "running" and attrs["completed"] == 5 and attrs["params"]["max_iter"] == 8
+    with pytest.raises(ValueError, match=r"is not complete \(status='running', 5 iteration\(s\) done\)"):
+        fitted.load(store)
+    Y = cdf_ts(X, lam=0.15, delta=1e-9, max_iter=8, checkpoint=store, resume=True)
+    assert fitted.load(store).n_iter == 8 and np.array_equal(fitted.load(store).outputs, Y)
+
+
+def test_a_store_resumed_to_fewer_iterations_is_the_model_of_what_that_run_returned(tmp_path):
+    """Regression: resumed with max_iter=3 on a store of 5 iterations, the run returned iteration 3 but
+    model.load (and cdfts apply) replayed all 5 (0.03 away on new points)."""
+    X = blobs()
+    rng = np.random.default_rng(5)
+    new = rng.normal(1, 2, (30, 3))
+    store = tmp_path / "run.zarr"
+    cdf_ts(X, lam=0.15, delta=1e-9, max_iter=5, checkpoint=store)
+    with pytest.warns(UserWarning, match="this run stops at iteration 3"):
+        est = CDFTS(lam=0.15, delta=1e-9, max_iter=3, checkpoint=store, resume=True).fit(X)
+    fresh = CDFTS(lam=0.15, delta=1e-9, max_iter=3).fit(X)
+    model = fitted.load(store)
+    assert est.n_iter_ == 3 and model.n_iter == 3 and fitted.load(store, n_iter=5).n_iter == 5
+    assert np.abs(fitted.transform_numpy(model, new) - fresh.transform(new)).max() <= 1e-9
+    assert np.array_equal(fitted.transform_numpy(model, new), est.transform(new))
+    five = fitted.transform_numpy(fitted.load(store, n_iter=5), new)
+    assert np.abs(five - fresh.transform(new)).max() > 1e-3  # the later iterations are another model
+    group = zarr.open_group(str(store), mode="a")
+    for bad in (0, 6, "3", True):
+        group.attrs["result_iteration"] = bad
+        with pytest.raises(ValueError, match=f"'result_iteration' \\({bad!r}\\) is not an iteration number"):
+            fitted.load(store)
+    del group.attrs["result_iteration"]  # a store written before it was recorded: all its iterations
+    assert fitted.load(store).n_iter == 5
+
+
+def test_knn_reference_whose_radius_reaches_m_holds_every_new_point_inside():
+    """A k-NN reference whose k-th neighbour is at the largest distance m (radius 1: always with a
+    sample of two) has the whole space as its neighbourhood: rho = r(z) = q for a new point beyond m
+    too.  Regression: such points got rho = 0 (the outside formula divides by 1 - radius = 0), and the
+    output jumped as a point crossed distance m.  With both references of radius 1 the replay has a
+    closed form: y <- mean + q (y - mean) in the normalised units, then the end-of-iteration range."""
+    X = np.array([[0.0, 0.0], [1.0, 0.5]])
+    est = CDFTS(estimator="knn", k=1, max_iter=1).fit(X)
+    it = est.model_.iterations[0]
+    assert np.array_equal(it.radius, [1.0, 1.0])
+    rng = np.random.default_rng(8)
+    Y = np.concatenate([rng.normal(0, 3, (40, 2)), [[2.0, 1.0], [-1.0, -0.5]]])  # most beyond m
+    model = est.model_
+    P, q = it.references, 0.5 ** (1 / 2)  # P = [[0, 0], [1, 1]]: X normalised
+    y = (Y - model.lo) / (model.hi - model.lo)
+    expected = (P.mean(0) + q * (y - P.mean(0)) - it.lo) / (it.hi - it.lo)
+    assert np.abs(est.transform(Y) - expected).max() <= 1e-12
+    m = np.sqrt(1.25)
+    direction = (X[1] - X[0]) / m
+    across = est.transform(X[0] + np.outer([1 - 1e-12, 1 + 1e-12], direction * m))  # both sides of m
+    assert np.abs(across[0] - across[1]).max() <= 1e-9
 
 
 def test_store_errors_name_the_problem(tmp_path):
@@ -476,3 +585,35 @@ def test_cli_apply_worker_failure_is_one_line(tmp_path, capfd):
     assert code == 2 and len(lines) == 1, lines
     assert "cannot read the Zarr chunk at [200:300, 0:3]" in lines[0]
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_cli_apply_checks_a_csv_header_against_the_fitted_column_names(tmp_path, capsys):
+    """Regression: ``cdfts apply`` read a CSV whose columns were the fit's in another order and replayed
+    'weight' as 'height' (exit 0; 41.95 where 0.547 was right).  The run's column names (a CSV header,
+    a DataFrame's columns) are kept in the store and the model; a header must match them."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"height": rng.uniform(0, 100, 120), "weight": rng.uniform(0, 1, 120)})
+    frame.to_csv(tmp_path / "fit.csv", index=False)
+    frame[:10].to_csv(tmp_path / "new.csv", index=False)
+    frame[:10][["weight", "height"]].to_csv(tmp_path / "swapped.csv", index=False)
+    np.save(tmp_path / "new.npy", frame[:10].to_numpy())
+    store = tmp_path / "m.zarr"
+    assert main(["transform", str(tmp_path / "fit.csv"), str(tmp_path / "fit-out.csv"), "--max-iter", "2",
+                 "--checkpoint", str(store), "--quiet"]) == 0  # fmt: skip
+    assert fitted.load(store).feature_names == ["height", "weight"]
+    assert _apply(capsys, store, tmp_path / "new.csv", tmp_path / "o.csv", "--quiet") == (0, "")
+    assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / "o.npy", "--quiet") == (0, "")  # no names
+    fit_out = np.loadtxt(tmp_path / "fit-out.csv", delimiter=",", skiprows=1)
+    assert np.array_equal(np.loadtxt(tmp_path / "o.csv", delimiter=",", skiprows=1), fit_out[:10])
+    assert np.array_equal(np.load(tmp_path / "o.npy"), fit_out[:10])
+    code, err = _apply(capsys, store, tmp_path / "swapped.csv", tmp_path / "o2.csv")
+    assert code == 2 and not (tmp_path / "o2.csv").exists()
+    assert err == ("cdfts apply: error: input has the columns ['weight', 'height'], but the model was fitted "
+                   "on ['height', 'weight'] (same names in the same order)\n")  # fmt: skip
+    cdf_ts(frame, max_iter=2, checkpoint=tmp_path / "api.zarr")  # the API keeps a DataFrame's names too
+    assert fitted.load(tmp_path / "api.zarr").feature_names == ["height", "weight"]
+    est = CDFTS(max_iter=2).fit(frame)
+    assert est.model_.feature_names == ["height", "weight"]
+    assert CDFTS(max_iter=2).fit(frame.to_numpy()).model_.feature_names is None

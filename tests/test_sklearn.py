@@ -122,3 +122,25 @@ def test_fitted_attributes(syn):
     assert est.n_features_in_ == 2 and est.converged_ and est.model_.n_iter == 5
     with pytest.raises(ValueError, match="Found array with 1 sample"):
         CDFTS().fit(X[:1])
+
+
+def test_a_csv_path_is_fitted_with_its_column_names(tmp_path, small):
+    """A CSV path's header is its feature names, checked at transform as a DataFrame's are.
+    Regression: a CSV with the fitted columns in another order was transformed without a word (the
+    values of one column replayed as the other's); a column named like a label was fitted silently
+    (``cdf_ts`` on the same path warns)."""
+    X = small[0][:60]  # d = 2
+    fit_csv, swapped_csv, labelled_csv = (tmp_path / f"{name}.csv" for name in ("fit", "swapped", "labelled"))
+    np.savetxt(fit_csv, X, delimiter=",", header="height,weight", comments="")
+    np.savetxt(swapped_csv, X[:, ::-1], delimiter=",", header="weight,height", comments="")
+    est = CDFTS(lam=0.2, max_iter=2).fit(str(fit_csv))
+    assert list(est.feature_names_in_) == ["height", "weight"]
+    assert np.array_equal(est.transform(str(fit_csv)), est.embedding_)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):  # as after a DataFrame
+        assert np.array_equal(est.transform(X), est.embedding_)
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.transform(str(swapped_csv))
+    np.savetxt(labelled_csv, np.column_stack([X, X[:, 0] > 0]), delimiter=",", header="a,b,class",
+               comments="")  # fmt: skip
+    with pytest.warns(UserWarning, match="column 'class' .* is named like a label"):
+        CDFTS(lam=0.2, max_iter=1).fit(str(labelled_csv))

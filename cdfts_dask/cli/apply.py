@@ -53,6 +53,7 @@ def _run(args) -> int:
     backend = "cuda" if args.gpu else "cpu"
     tic = time.perf_counter()
     source, labels, header = _chunked_input(args)
+    model.check_feature_names(fitted, header, "input")
     by_worker = source is not None and labels is None and output_format(args.output) == ".zarr"
     if source is None:
         if args.scheduler is not None or args.workers is not None:
@@ -66,6 +67,7 @@ def _run(args) -> int:
         X, labels, header = read_table(args.input, label_column=args.label, name="input")
         if args.label is None and not args.no_label:
             check_no_label_column(header)
+        model.check_feature_names(fitted, header, "input")
         Y = model.transform_numpy(fitted, X, name="input", backend=backend)
     else:  # out-of-core: the workers read chunk-wise
         model.check_features(fitted, source.shape, "input")

@@ -149,12 +149,19 @@ def shift_plan(m: float, radius, q, mean, dtype: str) -> ShiftPlan:
     The oracle's rho outside is ``((s - lam) (1 - q) / (1 - lam) + q) / s``
     with ``s = sqrt(sq) / m``: ``= a + b / s`` with ``a = (1 - q) / (1 - lam)``
     and ``b = q - lam a``, and ``b / s = (b m) / sqrt(sq)``.  Inside it is
-    ``r = q / lam``.  ``lam(z) >= 1`` leaves no point outside.
+    ``r = q / lam``.
+
+    ``lam(z) >= 1`` (a k-NN radius reaching m: z's k-th neighbour is at the
+    largest distance) makes the neighbourhood the whole space: ``T = inf``, rho
+    = r(z) for every point.  No fit point lies beyond m, so the fit is the
+    same either way; a new point beyond m from z (a model's transform) gets
+    the inside branch extended, where the outside formula would divide by
+    ``1 - lam = 0``.
     """
     radius = np.asarray(radius, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     mean = np.asarray(mean, dtype=np.float64)
-    T = sq_thresholds(m, radius)
+    T = np.where(radius >= 1, np.inf, sq_thresholds(m, radius))
     Tlo, Thi = guard_band(T, mean.shape[0], dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         rin = np.where(radius > 0, q / radius, 1.0)
