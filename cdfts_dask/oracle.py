@@ -178,19 +178,29 @@ def dscale_dense(
     return scaled_distances(s, nb) * nb.m if nb.m > 0 else s
 
 
+#: ReScale's ties: a value within this of a grid point, or of lam from one (in units of the column's
+#: range), counts as on it / within lam, as in exact arithmetic for values on a lattice (integer attributes)
+RESCALE_TIE = 1e-9
+
+
 def rescale_dense(X: np.ndarray, lam: float = 0.1, psi: int = 100) -> np.ndarray:
     """ReScale: a one-dimensional CDF transform of every attribute of normalised X.
 
-    On the grid ``g_0..g_psi`` of psi+1 points over [0, 1], ``count(g) =
+    On the grid ``g_k = k / psi`` (k = 0..psi) over [0, 1], ``count(g) =
     |{i : |x_i - g| <= lam}|``; a value x maps to ``sum_{g <= x} count(g)``,
-    then each column is min-max normalised again.
+    then each column is min-max normalised again.  Both tests allow
+    :data:`RESCALE_TIE`: on data whose values lie on the grid (integer
+    attributes), rounding would otherwise decide them (``np.linspace(0, 1, 11)[3]``
+    is 0.30000000000000004, above the normalised value 3/10; ``0.5 - 0.4`` is
+    below 0.1 and ``0.4 - 0.3`` above), so that equally spaced values could map
+    to one value.
     """
-    grid = np.linspace(0.0, 1.0, psi + 1)
+    grid = np.arange(psi + 1) / psi  # k / psi, correctly rounded
     out = np.empty_like(X)
     for j in range(X.shape[1]):
         col = X[:, j]
-        counts = np.count_nonzero(np.abs(col[None, :] - grid[:, None]) <= lam, axis=1)
+        counts = np.count_nonzero(np.abs(col[None, :] - grid[:, None]) <= lam + RESCALE_TIE, axis=1)
         cdf = np.cumsum(counts)
-        idx = np.searchsorted(grid, col, side="right") - 1  # last grid point <= x
+        idx = np.searchsorted(grid, col + RESCALE_TIE, side="right") - 1  # last grid point <= x
         out[:, j] = cdf[idx]
     return minmax_normalise(out)[0]
