@@ -5,7 +5,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import api, model
@@ -38,8 +38,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ``n_references``), ``transform`` returns a lazy dask array (or writes a Zarr
     store chunk by chunk when ``output`` is given).
 
-    Attributes after ``fit``
-    ------------------------
+    Attributes
+    ----------
     model_ : :class:`cdfts_dask.model.CDFTSModel`, the fitted run (T iterations of
         references and statistics, and the fit points' outputs; about ``(T + 1) x n_f x d`` values)
     embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows')
@@ -161,10 +161,18 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             Y = da.from_array(host, chunks=Y.chunks)
         return Y
 
-    def fit_transform(self, X, y=None, **fit_params):
-        """``fit(X).transform(X)``; an exact fit already holds the result (``embedding_``)."""
+    def fit_transform(self, X, y=None):
+        """``fit(X).transform(X)``; an exact fit already holds the result (a copy of ``embedding_``)."""
         self.fit(X, y)
-        return self.embedding_ if self.sample_indices_ is None else self.transform(X)
+        return self.embedding_.copy() if self.sample_indices_ is None else self.transform(X)
+
+    def __sklearn_clone__(self):
+        """An unfitted copy with the same parameters, ``client``, ``security`` and ``progress`` shared
+        (a ``distributed.Client`` cannot be deep-copied: scikit-learn's default clone, used by
+        ``GridSearchCV`` and ``cross_val_score``, failed on one); the others cloned as scikit-learn does."""
+        shared = ("client", "security", "progress")
+        params = self.get_params(deep=False)
+        return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -67,6 +67,19 @@ def test_dbscan_noise_and_rows_as_neighbourhoods():
     assert np.array_equal(sklearn_dbscan(D, 0.2, 3), labels)
 
 
+def test_dbscan_with_more_minpts_than_points_is_all_noise():
+    """Regression: ``sweeps`` clamped the neighbour rank to n - 1, so minpts > n made every point core
+    (one cluster, [0 0 0] at n = 3, minpts 4); ``DBSCANSweep(D, 4)`` raised.  No point has minpts
+    neighbours there: all noise, as scikit-learn's DBSCAN says."""
+    from cdfts_dask.evaluation.dbscan import sweeps
+
+    D = pairwise_distances(np.array([[0.0], [0.1], [0.2]]))
+    for minpts, sweep in [*sweeps(D, [3, 4, 5]), (4, DBSCANSweep(D, 4))]:
+        for eps in (0.05, 1.0, 10.0):
+            assert np.array_equal(sweep.labels(eps), sklearn_dbscan(D, eps, minpts))
+    assert np.array_equal(DBSCANSweep(D, 4).labels(10.0), [-1, -1, -1])
+
+
 def test_prim_mst_total_weight():
     from scipy.sparse.csgraph import minimum_spanning_tree
 

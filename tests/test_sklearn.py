@@ -144,3 +144,25 @@ def test_a_csv_path_is_fitted_with_its_column_names(tmp_path, small):
                comments="")  # fmt: skip
     with pytest.warns(UserWarning, match="column 'class' .* is named like a label"):
         CDFTS(lam=0.2, max_iter=1).fit(str(labelled_csv))
+
+
+def test_clone_shares_the_client_and_fit_transform_returns_a_copy(small, client):
+    """Regressions: ``clone(CDFTS(client=Client))`` (hence GridSearchCV, cross_val_score) failed with
+    "cannot pickle '_asyncio.Task'" (scikit-learn deep-copies parameters); ``fit_transform`` returned
+    ``embedding_`` itself, so editing the output edited the fitted attribute; the HTML repr warned
+    about an unknown docstring section."""
+    import warnings
+
+    est = CDFTS(lam=0.2, max_iter=2, client=client, tile_size=32)
+    twin = clone(est)
+    assert twin.client is client and twin.get_params() == est.get_params() and not hasattr(twin, "model_")
+    X, y = small
+    search = GridSearchCV(make_pipeline(est, KNeighborsClassifier(3)), {"cdfts__lam": [0.2, 0.3]}, cv=2)
+    assert search.fit(X, y).best_params_["cdfts__lam"] in (0.2, 0.3)
+    out = CDFTS(lam=0.2, max_iter=2).fit(X)
+    Y = out.fit_transform(X)
+    Y[:] = -1.0
+    assert out.embedding_.min() >= 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out._repr_html_()

@@ -29,9 +29,12 @@ from scipy.sparse.csgraph import connected_components
 
 
 def core_distances(D: np.ndarray, minpts: int) -> np.ndarray:
-    """Distance from each point to its (minpts-1)-th nearest other point (0 for minpts = 1)."""
+    """Distance from each point to its (minpts-1)-th nearest other point (0 for minpts = 1; inf for
+    minpts > n: no point has that many neighbours, none is core, all are noise)."""
     if minpts <= 1:
         return np.zeros(D.shape[0])
+    if minpts > D.shape[0]:
+        return np.full(D.shape[0], np.inf)
     Dx = D.copy()
     np.fill_diagonal(Dx, -np.inf)
     return np.partition(Dx, minpts - 1, axis=1)[:, minpts - 1]
@@ -113,5 +116,8 @@ def sweeps(D: np.ndarray, minpts_values):
     Dx.sort(axis=1)  # column m-1 = distance to the (m-1)-th nearest other point = core_distances(D, m)
     sym = np.minimum(D, D.T)
     for minpts in minpts_values:
-        core = np.zeros(D.shape[0]) if minpts <= 1 else Dx[:, min(minpts - 1, D.shape[0] - 1)].copy()
+        if minpts <= 1 or minpts > D.shape[0]:
+            core = core_distances(D, minpts)  # zeros / inf: no sort needed
+        else:
+            core = Dx[:, minpts - 1].copy()
         yield minpts, DBSCANSweep(D, minpts, core=core, sym=sym)
