@@ -13,6 +13,7 @@ does not grow with n * d (see ``tests/test_out_of_core.py``).
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,11 @@ def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
         return LazyInput(blocks, name)
     if isinstance(X, da.Array):
         check_numeric_dtype(X.dtype, name)
+        if any(math.isnan(size) for size in X.shape):
+            raise ValueError(
+                f"{name} is a dask array of unknown chunk sizes (shape {X.shape}, e.g. after boolean "
+                "indexing); call its compute_chunk_sizes() first"
+            )
         check_shape(tuple(X.shape), name, min_rows)
         return LazyInput(X, name, is_dask=True)
     return None

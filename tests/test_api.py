@@ -153,3 +153,16 @@ def test_bad_parameters(X, kwargs, exc, message):
 def test_bad_input(data, exc, message):
     with pytest.raises(exc, match=message):
         cdf_ts(data)
+
+
+def test_dask_array_of_unknown_chunk_sizes_is_named_before_work(X):
+    """Regression: ``ValueError: cannot convert float NaN to integer`` from deep inside."""
+    unknown = da.from_array(X, chunks=(40, 3))
+    unknown = unknown[unknown[:, 0] > -10]  # boolean indexing: row counts unknown until computed
+    assert np.isnan(unknown.shape[0])
+    with pytest.raises(ValueError, match=r"X is a dask array of unknown chunk sizes .*compute_chunk_sizes"):
+        cdf_ts(unknown, lam=0.2)
+    est = CDFTS(lam=0.2, max_iter=1).fit(X)
+    with pytest.raises(ValueError, match=r"X is a dask array of unknown chunk sizes"):
+        est.transform(unknown)
+    assert np.array_equal(est.transform(unknown.compute_chunk_sizes()).compute(), est.transform(X))
