@@ -1,7 +1,9 @@
 """A large CSV file as a chunked dask array whose blocks are parsed by the workers.
 
-``dask.bytes.read_bytes`` cuts the file into blocks of about
-:data:`CSV_BLOCK_BYTES` that end on a line break; each block becomes one task
+The file is cut into blocks of :data:`CSV_BLOCK_BYTES` to twice that, which end
+on a line break (:func:`_block_tasks`: one task per block reads it from the path as
+given, ``fsspec.utils.read_block``, so a name holding ``::``, ``*``, ``?`` or
+``[`` is that file, never a URL chain or a glob); each block becomes one task
 that parses it with pandas' C parser under the file's one layout
 (:func:`cdfts_dask.csv_input.csv_layout`: header rule with the label column set
 aside, BOM stripped, the same keyword arguments as the eager reader; the header
@@ -24,7 +26,9 @@ for ``dask.dataframe.read_csv``: a quoted field must not contain a line break.
 from __future__ import annotations
 
 import io
+import os
 import uuid
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +49,27 @@ def is_large_csv(X) -> bool:
     if not is_path(X) or Path(X).suffix.lower() != ".csv" or not Path(X).is_file():
         return False
     return Path(X).stat().st_size >= CSV_ON_WORKERS_BYTES
+
+
+def _read_block(path: str, offset: int, length: int) -> bytes:
+    """The lines of a file after the first line break at or after ``offset`` (from the start for 0) through
+    the first at or after ``offset + length`` (on a worker): consecutive blocks hold every line once, and
+    a block inside one long line is empty.  ``path`` is a local file, opened as it is."""
+    from fsspec.utils import read_block
+
+    with open(path, "rb") as fh:
+        return read_block(fh, offset, length, delimiter=b"\n")
+
+
+def _block_tasks(path: str) -> list:
+    """Delayed :func:`_read_block` of the file, in file order: ``size // CSV_BLOCK_BYTES`` equal parts
+    (at least one), so a block holds :data:`CSV_BLOCK_BYTES` to twice that (as ``dask.bytes.read_bytes``)."""
+    import dask
+
+    size = os.stat(path).st_size
+    count = max(1, size // CSV_BLOCK_BYTES)
+    offsets = [size * i // count for i in range(count + 1)]
+    return [dask.delayed(_read_block)(path, start, end - start) for start, end in pairwise(offsets)]
 
 
 def _rows(block: bytes, header: bool) -> int:
@@ -76,10 +101,9 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
     as a float64 dask array of row blocks in file order, parsed when computed (one task per block)."""
     import dask
     import dask.array as da
-    from dask.bytes import read_bytes
 
     path = absolute(path)  # the workers read it: a relative path would be relative to their directory
-    _, (blocks,) = read_bytes(path, delimiter=b"\n", blocksize=CSV_BLOCK_BYTES, sample=False)
+    blocks = _block_tasks(path)
     counts = dask.compute(*[dask.delayed(_rows)(b, i == 0 and layout.header is not None)
                             for i, b in enumerate(blocks)])  # fmt: skip
     token = uuid.uuid4().hex  # a fresh graph name per read, as for Zarr input

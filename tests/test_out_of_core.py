@@ -190,6 +190,24 @@ def test_large_csv_bad_cell_in_a_late_block_is_the_eager_error(tmp_path, client,
     assert str(blocks.value) == str(eager.value) and "\n" not in str(blocks.value)
 
 
+@pytest.mark.parametrize("name, decoy", [("run::v2.csv", "run"), ("sweep*.csv", "sweep1.csv"),
+                                         ("v*[1]?.csv", "v11.csv")])  # fmt: skip
+def test_large_csv_name_is_read_literally(tmp_path, small_csv_threshold, name, decoy):
+    """Before: the blocks came from ``dask.bytes.read_bytes``, which reads ``run::v2.csv`` as the chained
+    URL of the file ``run`` and a name holding ``*`` as a glob (``v*[1]?.csv`` matches only ``v11.csv``):
+    the decoy's values with exit 0, or an unpacking error for two matches.  Now the named file is
+    opened as it is."""
+    from cdfts_dask.inputs import read_table
+
+    X = np.random.default_rng(13).random((300, 2))
+    _write_csv(tmp_path / name, X, "a,b")
+    _write_csv(tmp_path / decoy, X * 5 + 1, "a,b")
+    lazy = lazy_input(str(tmp_path / name))
+    assert lazy.array.numblocks[0] >= 3
+    np.testing.assert_array_equal(lazy.load(), X)
+    np.testing.assert_array_equal(lazy.load(), read_table(tmp_path / name)[0])
+
+
 def test_large_csv_row_count_is_checked(tmp_path, small_csv_threshold):
     """A quoted line break (a documented limitation) shifts no row: the block's row count says so."""
     from cdfts_dask.csv_blocks import csv_blocks
