@@ -7,13 +7,15 @@ given, ``fsspec.utils.read_block``, so a name holding ``::``, ``*``, ``?`` or
 that parses it with pandas' C parser under the file's one layout
 (:func:`cdfts_dask.csv_input.csv_layout`: header rule with the label column set
 aside, BOM stripped, the same keyword arguments as the eager reader; the header
-line is in the first block only) and keeps the feature columns.  The rows of
-every block are counted first, from its bytes (the non-blank lines, as pandas
-skips blank ones), so the array's shape is known before any parsing, and a
-parsed block whose row count differs is an error, never a shifted row.  A
-block that fails to parse raises the eager reader's error for the file
-(:func:`cdfts_dask.csv_input.csv_error`: the row and column of the first bad
-cell, or the file line of a ragged row).
+line is in the first block only) and keeps the feature columns.  The lines of
+every block are scanned first (:func:`cdfts_dask.csv_input.scan_lines`: the
+non-blank ones, as pandas skips blank ones, and each one's field count), so a
+line with more or fewer fields than the first row is refused before any
+parsing with the eager reader's error (its file line), the array's shape is
+known, and a parsed block whose row count differs is an error, never a
+shifted row.  A block that fails to parse raises the eager reader's error for
+the file (:func:`cdfts_dask.csv_input.csv_error`: the row and column of the
+first bad cell).
 
 The label column, when there is one, is read on the client alone
 (:func:`csv_labels`: one text column; the caller writes it to the output).
@@ -28,12 +30,13 @@ from __future__ import annotations
 import io
 import os
 import uuid
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
-from .csv_input import CsvLayout, csv_error
+from .csv_input import CsvLayout, LineScan, csv_error, ragged_error, scan_lines
 from .paths import absolute
 
 #: CSV files at least this large are parsed block-wise by the workers
@@ -72,9 +75,19 @@ def _block_tasks(path: str) -> list:
     return [dask.delayed(_read_block)(path, start, end - start) for start, end in pairwise(offsets)]
 
 
-def _rows(block: bytes, header: bool) -> int:
-    """Data rows in a block of whole lines: the non-blank ones, less the header line."""
-    return sum(1 for line in block.splitlines() if line.strip()) - int(header)
+def _scan(block: bytes, first: bool, ncols: int) -> LineScan:
+    """:func:`~cdfts_dask.csv_input.scan_lines` of one block."""
+    return scan_lines(block, ncols)
+
+
+def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -> None:
+    """The eager reader's error for the first line (of the file) whose field count is not ``ncols``."""
+    line0 = 0
+    for scan in scans:
+        if scan.ragged is not None:
+            line, fields = scan.ragged
+            raise ragged_error(name, path, line0 + line + 1, fields, ncols)
+        line0 += scan.lines
 
 
 def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, rows: int, name: str) -> np.ndarray:
@@ -104,8 +117,10 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
 
     path = absolute(path)  # the workers read it: a relative path would be relative to their directory
     blocks = _block_tasks(path)
-    counts = dask.compute(*[dask.delayed(_rows)(b, i == 0 and layout.header is not None)
-                            for i, b in enumerate(blocks)])  # fmt: skip
+    scans = dask.compute(*[dask.delayed(_scan)(b, i == 0, layout.ncols) for i, b in enumerate(blocks)])
+    _check_fields(scans, path, layout.ncols, name)
+    header = int(layout.header is not None)  # the header line is in the first block
+    counts = [scan.rows - (header if i == 0 else 0) for i, scan in enumerate(scans)]
     token = uuid.uuid4().hex  # a fresh graph name per read, as for Zarr input
     parts = [
         da.from_delayed(
@@ -121,7 +136,8 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
 
 
 def csv_labels(path, layout: CsvLayout, n: int, name: str = "input") -> np.ndarray:
-    """The label column of a CSV file (text, untouched), read here alone; ``n`` rows expected."""
+    """The label column of a CSV file (text, untouched), read here alone; ``n`` rows expected (the
+    file's lines already checked by :func:`csv_blocks`: with ``usecols`` pandas checks no field count)."""
     import pandas as pd
 
     kwargs = {**layout.read_kwargs(), "usecols": [layout.label]}
