@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .csv_input import CsvLayout, LineScan, csv_error, ragged_error, scan_lines
+from .csv_input import CsvLayout, LineScan, csv_error, ragged_error, scan_lines, strip_bom
 from .paths import absolute
 
 #: CSV files at least this large are parsed block-wise by the workers
@@ -76,8 +76,8 @@ def _block_tasks(path: str) -> list:
 
 
 def _scan(block: bytes, first: bool, ncols: int) -> LineScan:
-    """:func:`~cdfts_dask.csv_input.scan_lines` of one block."""
-    return scan_lines(block, ncols)
+    """:func:`~cdfts_dask.csv_input.scan_lines` of one block (the first holds the file's BOM, if any)."""
+    return scan_lines(strip_bom(block) if first else block, ncols)
 
 
 def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -> None:

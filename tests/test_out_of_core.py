@@ -274,6 +274,18 @@ def test_large_csv_name_is_read_literally(tmp_path, small_csv_threshold, name, d
     np.testing.assert_array_equal(lazy.load(), read_table(tmp_path / name)[0])
 
 
+def test_large_csv_bom_only_first_line_equals_the_eager_read(tmp_path, small_csv_threshold):
+    """Before: the blocks' line count took a first line holding only a byte-order mark for a row
+    ('a block parsed to 157 rows, its lines say 158'); the eager reader skips it as blank."""
+    from cdfts_dask.inputs import read_table
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf\na,b\n" + b"".join(f"{i}.5,{i % 3}.25\n".encode() for i in range(1200)))
+    lazy = lazy_input(str(path))
+    assert lazy.shape == (1200, 2) and lazy.array.numblocks[0] >= 3
+    np.testing.assert_array_equal(lazy.load(), read_table(path)[0])
+
+
 def test_large_csv_row_count_is_checked(tmp_path, small_csv_threshold):
     """A quoted line break (a documented limitation) shifts no row: the block's row count says so."""
     from cdfts_dask.csv_blocks import csv_blocks
