@@ -1,17 +1,21 @@
 """A large CSV file as a chunked dask array whose blocks are parsed by the workers.
 
-``dask.bytes.read_bytes`` cuts the file into blocks of about
-:data:`CSV_BLOCK_BYTES` that end on a line break; each block becomes one task
+The file is cut into blocks of :data:`CSV_BLOCK_BYTES` to twice that, which end
+on a line break (:func:`_block_tasks`: one task per block reads it from the path as
+given, ``fsspec.utils.read_block``, so a name holding ``::``, ``*``, ``?`` or
+``[`` is that file, never a URL chain or a glob); each block becomes one task
 that parses it with pandas' C parser under the file's one layout
 (:func:`cdfts_dask.csv_input.csv_layout`: header rule with the label column set
 aside, BOM stripped, the same keyword arguments as the eager reader; the header
-line is in the first block only) and keeps the feature columns.  The rows of
-every block are counted first, from its bytes (the non-blank lines, as pandas
-skips blank ones), so the array's shape is known before any parsing, and a
-parsed block whose row count differs is an error, never a shifted row.  A
-block that fails to parse raises the eager reader's error for the file
-(:func:`cdfts_dask.csv_input.csv_error`: the row and column of the first bad
-cell, or the file line of a ragged row).
+line is in the first block only) and keeps the feature columns.  The lines of
+every block are scanned first (:func:`cdfts_dask.csv_input.scan_lines`: the
+non-blank ones, as pandas skips blank ones, and each one's field count), so a
+line with more or fewer fields than the first row is refused before any
+parsing with the eager reader's error (its file line), the array's shape is
+known, and a parsed block whose row count differs is an error, never a
+shifted row.  A block that fails to parse raises the eager reader's error for
+the file (:func:`cdfts_dask.csv_input.csv_error`: the row and column of the
+first bad cell).
 
 The label column, when there is one, is read on the client alone
 (:func:`csv_labels`: one text column; the caller writes it to the output).
@@ -24,12 +28,15 @@ for ``dask.dataframe.read_csv``: a quoted field must not contain a line break.
 from __future__ import annotations
 
 import io
+import os
 import uuid
+from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
-from .csv_input import CsvLayout, csv_error
+from .csv_input import CsvLayout, LineScan, csv_error, ragged_error, scan_lines, strip_bom
 from .paths import absolute
 
 #: CSV files at least this large are parsed block-wise by the workers
@@ -47,9 +54,40 @@ def is_large_csv(X) -> bool:
     return Path(X).stat().st_size >= CSV_ON_WORKERS_BYTES
 
 
-def _rows(block: bytes, header: bool) -> int:
-    """Data rows in a block of whole lines: the non-blank ones, less the header line."""
-    return sum(1 for line in block.splitlines() if line.strip()) - int(header)
+def _read_block(path: str, offset: int, length: int) -> bytes:
+    """The lines of a file after the first line break at or after ``offset`` (from the start for 0) through
+    the first at or after ``offset + length`` (on a worker): consecutive blocks hold every line once, and
+    a block inside one long line is empty.  ``path`` is a local file, opened as it is."""
+    from fsspec.utils import read_block
+
+    with open(path, "rb") as fh:
+        return read_block(fh, offset, length, delimiter=b"\n")
+
+
+def _block_tasks(path: str) -> list:
+    """Delayed :func:`_read_block` of the file, in file order: ``size // CSV_BLOCK_BYTES`` equal parts
+    (at least one), so a block holds :data:`CSV_BLOCK_BYTES` to twice that (as ``dask.bytes.read_bytes``)."""
+    import dask
+
+    size = os.stat(path).st_size
+    count = max(1, size // CSV_BLOCK_BYTES)
+    offsets = [size * i // count for i in range(count + 1)]
+    return [dask.delayed(_read_block)(path, start, end - start) for start, end in pairwise(offsets)]
+
+
+def _scan(block: bytes, first: bool, ncols: int) -> LineScan:
+    """:func:`~cdfts_dask.csv_input.scan_lines` of one block (the first holds the file's BOM, if any)."""
+    return scan_lines(strip_bom(block) if first else block, ncols)
+
+
+def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -> None:
+    """The eager reader's error for the first line (of the file) whose field count is not ``ncols``."""
+    line0 = 0
+    for scan in scans:
+        if scan.ragged is not None:
+            line, fields = scan.ragged
+            raise ragged_error(name, path, line0 + line + 1, fields, ncols)
+        line0 += scan.lines
 
 
 def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, rows: int, name: str) -> np.ndarray:
@@ -76,12 +114,13 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
     as a float64 dask array of row blocks in file order, parsed when computed (one task per block)."""
     import dask
     import dask.array as da
-    from dask.bytes import read_bytes
 
     path = absolute(path)  # the workers read it: a relative path would be relative to their directory
-    _, (blocks,) = read_bytes(path, delimiter=b"\n", blocksize=CSV_BLOCK_BYTES, sample=False)
-    counts = dask.compute(*[dask.delayed(_rows)(b, i == 0 and layout.header is not None)
-                            for i, b in enumerate(blocks)])  # fmt: skip
+    blocks = _block_tasks(path)
+    scans = dask.compute(*[dask.delayed(_scan)(b, i == 0, layout.ncols) for i, b in enumerate(blocks)])
+    _check_fields(scans, path, layout.ncols, name)
+    header = int(layout.header is not None)  # the header line is in the first block
+    counts = [scan.rows - (header if i == 0 else 0) for i, scan in enumerate(scans)]
     token = uuid.uuid4().hex  # a fresh graph name per read, as for Zarr input
     parts = [
         da.from_delayed(
@@ -97,7 +136,8 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
 
 
 def csv_labels(path, layout: CsvLayout, n: int, name: str = "input") -> np.ndarray:
-    """The label column of a CSV file (text, untouched), read here alone; ``n`` rows expected."""
+    """The label column of a CSV file (text, untouched), read here alone; ``n`` rows expected (the
+    file's lines already checked by :func:`csv_blocks`: with ``usecols`` pandas checks no field count)."""
     import pandas as pd
 
     kwargs = {**layout.read_kwargs(), "usecols": [layout.label]}

@@ -9,13 +9,19 @@ The layout of a file is decided once, from its first non-blank row
 * the first row is a header exactly when one of its feature cells is text
   that is neither a number nor a missing value (:func:`is_header_row`).  A
   row of numbers and empty / NA cells is therefore data, and its empty
-  cell is reported as for any other row, never dropped as a "header".
+  cell is reported as for any other row, never dropped as a "header";
+* every non-blank line has as many fields as the first row, checked before
+  parsing (:func:`check_fields`, :func:`scan_lines`): a line with more or
+  fewer is an error naming it (pandas would make extra leading fields an
+  index, or drop them, and fill a short row with empty cells, so a missing
+  label would read as ``''``).
 
 :meth:`CsvLayout.read_kwargs` are the keyword arguments for
 ``pandas.read_csv`` (and, block-wise, ``dask.dataframe.read_csv``): feature
 columns parse straight to float64 (exactly, round-trip), the label column
 stays the untouched text, nothing is turned into NaN silently
-(``na_filter=False``: an empty or ``NA`` cell fails to parse).
+(``na_filter=False``: an empty or ``NA`` cell fails to parse), and no column
+becomes an index (``index_col=False``).
 :meth:`CsvLayout.split` turns a parsed frame (the whole file, or one block)
 into the float64 points and the labels.  Only when parsing fails is the file
 read again, as text, to name the first bad cell (:func:`first_bad_cell`).
@@ -23,10 +29,17 @@ read again, as text, to name the first bad cell (:func:`first_bad_cell`).
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import re
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,6 +108,7 @@ class CsvLayout:
         kwargs = dict(
             header=0 if self.header is not None else None,
             names=list(range(self.ncols)),
+            index_col=False,  # extra fields never become an index (they are refused first: check_fields)
             dtype={j: (str if j == self.label else np.float64) for j in range(self.ncols)},
             na_filter=False,
             encoding="utf-8-sig",
@@ -127,12 +141,17 @@ def label_index(label_column, header: list[str] | None, ncols: int, name: str) -
     return idx % ncols
 
 
+def ragged_error(name: str, path, line: int, fields: int, ncols: int) -> ValueError:
+    """The error for a file line (1-based) whose field count is not the first row's."""
+    return ValueError(f"{name}: {str(path)!r} line {line} has {fields} fields, expected {ncols}")
+
+
 def _read_error(name: str, path: Path, exc: Exception) -> ValueError:
     text = str(exc).strip()
     fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
     if fields:
         want, line, got = fields.groups()
-        return ValueError(f"{name}: {str(path)!r} line {line} has {got} fields, expected {want}")
+        return ragged_error(name, path, int(line), int(got), int(want))
     if "No columns to parse" in text:
         return ValueError(f"{name}: {str(path)!r} is empty")
     reason = text.splitlines()[0] if text else type(exc).__name__
@@ -167,6 +186,136 @@ def csv_layout(path, label_column=None, name: str = "input") -> CsvLayout:
     return CsvLayout(len(cells), header, label)
 
 
+class LineScan(NamedTuple):
+    """What :func:`scan_lines` found in a piece of CSV text made of whole lines."""
+
+    lines: int  #: physical lines (a blank line and a header line count)
+    rows: int  #: non-blank lines (pandas skips blank ones)
+    #: (0-based line, field count) of the first non-blank line of another width than the first row
+    ragged: tuple[int, int] | None
+
+
+def strip_bom(text: bytes) -> bytes:
+    """``text`` without a leading UTF-8 byte-order mark (pandas' ``utf-8-sig`` drops it too)."""
+    return text.removeprefix(codecs.BOM_UTF8)
+
+
+#: a quoted field within one line: a quote at the start of a field (the lookbehind: not after a
+#: character other than a comma or a line break) up to the next lone quote, ``""`` an escaped quote.
+#: Written to start with the quote, which lets ``re`` skip to the quotes (25x faster).
+_QUOTED_FIELD = re.compile(rb'"(?<![^,\r\n]")[^"\r\n]*(?:""[^"\r\n]*)*"')
+
+
+def _unquoted(text: bytes) -> bytes:
+    """``text`` with each quoted field within one line replaced by ``q``: its commas split nothing.
+    Where a quote is left (a quoted line break, a quote inside a field) the ``csv`` module reads
+    ``text`` itself."""
+    return _QUOTED_FIELD.sub(b"q", text) if b'"' in text else text
+
+
+def _is_blank(line: bytes) -> bool:
+    """A line pandas skips: spaces and tabs only (``\\x0c`` alone is a row, as is ``""``)."""
+    return not line.strip(b" \t")
+
+
+def _ragged_plain(lines: list[bytes], ncols: int) -> tuple[int, int] | None:
+    """The first non-blank line without ``ncols`` fields, in text holding no quote (fields = commas + 1)."""
+    for i, line in enumerate(lines):
+        if line.count(b",") != ncols - 1 and not _is_blank(line):
+            return i, line.count(b",") + 1
+    return None
+
+
+#: held while the csv module's field size limit is raised (a process-wide setting)
+_FIELD_LIMIT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _any_field_size() -> Iterator[None]:
+    """The ``csv`` module without its 128 KiB field limit (pandas has none), restored afterwards."""
+    with _FIELD_LIMIT_LOCK:
+        old = csv.field_size_limit(2**31 - 1)
+        try:
+            yield
+        finally:
+            csv.field_size_limit(old)
+
+
+def _ragged_quoted(lines: Iterator[str], ncols: int) -> tuple[int, int] | None:
+    """The first non-blank record without ``ncols`` fields (by its first line), under the ``csv`` module's
+    quoting rules, which are pandas' (a quoted comma or line break does not end a field)."""
+    with _any_field_size():
+        reader = csv.reader(lines)
+        start = 0
+        for row in reader:
+            blank = not row or (len(row) == 1 and row[0] != "" and not row[0].strip(" \t"))
+            if len(row) != ncols and not blank:
+                return start, len(row)
+            start = reader.line_num
+    return None
+
+
+def scan_lines(text: bytes, ncols: int) -> LineScan:
+    """Lines, non-blank lines and the first ragged line of CSV text made of whole lines (BOM stripped).
+
+    Line breaks are pandas' (``\\n``, ``\\r\\n``, ``\\r``).  Fields are counted by
+    commas once the quoted fields are taken out (:func:`_unquoted`), or with
+    the ``csv`` module where a quote is left."""
+    plain = _unquoted(text)
+    lines = plain.splitlines()  # the same lines as text's
+    rows = sum(1 for line in lines if not _is_blank(line))
+    if b'"' in plain:
+        ragged = _ragged_quoted(io.StringIO(text.decode("utf-8", "replace"), newline=""), ncols)
+    else:
+        ragged = _ragged_plain(lines, ncols)
+    return LineScan(len(lines), rows, ragged)
+
+
+def _pieces(path: Path, size: int = 1 << 24) -> Iterator[bytes]:
+    """A file's bytes in pieces of whole lines (ending on ``\\n``, about ``size`` bytes), BOM stripped."""
+    rest, first = b"", True
+    with open(path, "rb") as fh:
+        while chunk := fh.read(size):
+            text = rest + chunk
+            cut = text.rfind(b"\n") + 1
+            rest = text[cut:]
+            if cut:
+                yield strip_bom(text[:cut]) if first else text[:cut]
+                first = False
+    if rest:
+        yield strip_bom(rest) if first else rest
+
+
+def ragged_line(path, ncols: int) -> tuple[int, int] | None:
+    """(1-based file line, field count) of the first non-blank line of a file without ``ncols`` fields.
+
+    Read in pieces of 16 MiB; a file with a quoted line break (or a quote
+    inside a field) is read again with the ``csv`` module as one stream."""
+    line0 = 0
+    for piece in _pieces(Path(path)):
+        text = _unquoted(piece)
+        if b'"' in text:
+            with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+                found = _ragged_quoted(fh, ncols)
+            return None if found is None else (found[0] + 1, found[1])
+        lines = text.splitlines()
+        found = _ragged_plain(lines, ncols)
+        if found is not None:
+            return line0 + found[0] + 1, found[1]
+        line0 += len(lines)
+    return None
+
+
+def check_fields(path, layout: CsvLayout, name: str) -> None:
+    """Refuse a file with a non-blank line of more or fewer fields than its first row (naming the line)."""
+    try:
+        found = ragged_line(path, layout.ncols)
+    except OSError as exc:
+        raise _read_error(name, Path(path), exc) from None
+    if found is not None:
+        raise ragged_error(name, path, found[0], found[1], layout.ncols)
+
+
 def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[int, int, str] | None:
     """(1-based data row, 1-based file column, text) of the first feature cell that is not a number."""
     import pandas as pd
@@ -189,13 +338,15 @@ def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[
 def read_csv_table(path, label_column=None, name: str = "input"):
     """Read a CSV file into ``(X float64, labels or None, feature header or None)``; see the module docstring.
 
-    Raises ``ValueError`` naming the row and column of an empty / missing
-    value and ``TypeError`` for other text in a feature column.
+    Raises ``ValueError`` naming the line of a row with more or fewer fields
+    than the first, the row and column of an empty / missing value, and
+    ``TypeError`` for other text in a feature column.
     """
     import pandas as pd
 
     path = Path(path)
     layout = csv_layout(path, label_column, name)
+    check_fields(path, layout, name)
     try:
         frame = pd.read_csv(path, **layout.read_kwargs())
         X, labels = layout.split(frame)

@@ -74,8 +74,29 @@ BAD_FILES = {
     "inf": (_csv("1,2\n3,inf\n4,5\n"), ValueError, r"NaN or inf .*inf"),
     "minus-inf": (_csv("1,2\n3,-inf\n4,5\n"), ValueError, r"NaN or inf .*-inf"),
     "string-in-numeric-column": (_csv("a,b\n1,2\n3,x\n4,5\n"), TypeError, r"non-numeric value 'x' at row 2"),
-    "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"missing value \(empty cell\) at row 2, column 2"),
+    "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"in.csv' line 2 has 1 fields, expected 2$"),
     "too-many-fields": (_csv("1,2\n3,4,5\n4,5\n"), ValueError, r"line 2 has 3 fields, expected 2"),
+    # a first line with fewer fields than the rows: pandas made the extra leading fields an index
+    "comment-first-line": (
+        _csv("# exported by sim.py\n0.1,0.2,0.3\n0.4,0.5,0.6\n0.7,0.8,0.9\n"),
+        ValueError,
+        r"in.csv' line 2 has 3 fields, expected 1$",
+    ),
+    "header-shorter-than-rows": (
+        _csv("a,b\n0.1,0.2,0.3\n0.4,0.5,0.6\n0.7,0.8,0.9\n"),
+        ValueError,
+        r"in.csv' line 2 has 3 fields, expected 2$",
+    ),
+    "empty-extra-field-under-header": (  # pandas dropped one empty extra field without a word
+        _csv("a,b\n0.1,0.2,\n0.4,0.5,\n0.7,0.8,\n"),
+        ValueError,
+        r"in.csv' line 2 has 3 fields, expected 2$",
+    ),
+    "short-row-after-blank-lines": (
+        _csv("a,b,c\n0.1,0.2,0.3\n\n  \n0.4,0.5\n0.7,0.8,0.9\n"),
+        ValueError,
+        r"in.csv' line 5 has 2 fields, expected 3$",
+    ),
     "empty-file": (_csv(""), ValueError, r"is empty"),
     "blank-lines-only": (_csv("\n\n  \n"), ValueError, r"is empty"),
     "header-only": (_csv("a,b\n"), ValueError, r"0 row\(s\).*n >= 2"),
@@ -237,6 +258,10 @@ CSV_ALL_ROWS_DATA = {
     "string-label-first-row": (b"0.1,0.2,a\n0.3,0.4,b\n0.5,0.9,c\n", "-1", THREE, ["a", "b", "c"]),
     "bom-and-header": (b"\xef\xbb\xbfx,y,label\n1,2,NA\n3,4,\n", "label", [[1, 2], [3, 4]], ["NA", ""]),
     "quoted-long-field-label": (b'1,2,"' + LONG.encode() + b'"\n3,4,b\n', "2", [[1, 2], [3, 4]], [LONG, "b"]),
+    "empty-label-last-column": (b"a,b,cls\n1,2,x\n5.5,2.25,\n3,4,y\n", "cls", [[1, 2], [5.5, 2.25], [3, 4]],
+                                ["x", "", "y"]),  # a complete row whose label is empty
+    "quoted-header-and-labels": (b'"a","b","cls"\n1,2,"x,1"\n3,4,"y"\n', "cls", [[1, 2], [3, 4]],
+                                 ["x,1", "y"]),
 }  # fmt: skip
 
 
@@ -257,6 +282,49 @@ def test_csv_bom_first_row_survives_the_cli(tmp_path, capsys):
     src.write_bytes(b"\xef\xbb\xbf0.1,0.2\n0.3,0.4\n0.5,0.9\n")
     assert cli_main(["transform", str(src), str(out), "--quiet", "--max-iter", "1"]) == 0
     assert np.load(out).shape == (3, 2)
+
+
+#: name -> (file text, --label, the error's end): a row with another field count than the first row
+CSV_RAGGED_WITH_LABEL = {
+    # the label field missing: pandas filled it in as '' (exit 0, the row written with an empty label)
+    "short-row-missing-its-label": (
+        "a,b,cls\n" + "".join(f"{i}.5,{i}.25,c{i % 2}\n" if i != 5 else "5.5,2.25\n" for i in range(20)),
+        "cls",
+        r"in.csv' line 7 has 2 fields, expected 3$",
+    ),
+    "quoted-short-row-missing-its-label": (
+        '"a","b","cls"\n1,2,"x"\n3,4\n5,6,"y"\n',
+        "cls",
+        r"in.csv' line 3 has 2 fields, expected 3$",
+    ),
+    # a header missing a column name: pandas made the first feature an index, the second the "label"
+    "header-missing-a-name": (
+        "a,label\n" + "".join(f"{i}.5,{i}.25,c{i % 2}\n" for i in range(20)),
+        "label",
+        r"in.csv' line 2 has 3 fields, expected 2$",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CSV_RAGGED_WITH_LABEL))
+def test_csv_ragged_row_with_a_label_column_api(tmp_path, case):
+    from cdfts_dask.inputs import read_table
+
+    text, label, pattern = CSV_RAGGED_WITH_LABEL[case]
+    src = tmp_path / "in.csv"
+    src.write_text(text)
+    with pytest.raises(ValueError, match=r"^input: '.*" + pattern):
+        read_table(src, label_column=label)
+
+
+@pytest.mark.parametrize("case", sorted(CSV_RAGGED_WITH_LABEL))
+def test_csv_ragged_row_with_a_label_column_cli(tmp_path, capsys, case):
+    text, label, pattern = CSV_RAGGED_WITH_LABEL[case]
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_text(text)
+    code = cli_main(["transform", str(src), str(out), "--label", label, "--quiet", "--max-iter", "1"])
+    assert_one_line_error(code, capsys.readouterr().err, pattern)
+    assert not out.exists()
 
 
 def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
