@@ -183,7 +183,33 @@ def csv_layout(path, label_column=None, name: str = "input") -> CsvLayout:
     else:
         label = label_index(label_column, names if named_label else None, len(cells), name)
     header = names if named_label or is_header_row(cells, label) else None
+    _warn_doubtful_first_row(names, header, label, path, name)
     return CsvLayout(len(cells), header, label)
+
+
+def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: int | None, path, name: str):
+    """Say when the header rule's answer is likely not what the file means: a first row of column numbers
+    (``0,1,...``: the header pandas writes for unnamed columns, read here as a data row), or a header
+    with an unnamed column (the index pandas writes by default, read here as a feature)."""
+    features = [c for j, c in enumerate(names) if j != label]
+    if header is None and len(features) >= 2 and features in (
+        [str(k) for k in range(len(features))], [str(k + 1) for k in range(len(features))]
+    ):
+        warnings.warn(
+            f"{name}: the first row of {str(path)!r} ({','.join(names)}) looks like column numbers (the "
+            "header pandas writes for unnamed columns) but is numeric, so it is read as a data row; delete "
+            "it if it is a header",
+            UserWarning,
+            stacklevel=4,
+        )
+    for j, column in enumerate(header or []):
+        if column == "" and j != label:
+            warnings.warn(
+                f"{name}: column {j + 1} of {str(path)!r} has no name in the header (the row index pandas "
+                "writes by default?) and is transformed as a feature; drop it first if it is an index",
+                UserWarning,
+                stacklevel=4,
+            )
 
 
 class LineScan(NamedTuple):

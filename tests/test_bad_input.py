@@ -8,6 +8,8 @@ always lands in [0, 1]^d, on the dense and tiled paths with both estimators.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from faultkit import run_cli
@@ -17,6 +19,7 @@ from hypothesis.extra import numpy as hnp
 
 import cdfts_dask
 from cdfts_dask.cli import main as cli_main
+from cdfts_dask.inputs import read_table
 
 zarr = pytest.importorskip("zarr")
 
@@ -338,6 +341,35 @@ def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
             cdfts_dask.cdf_ts(src, max_iter=1)
         messages.append(str(exc.value).replace(str(src), "F").replace(f"row {row + 1}", "row R"))
     assert len(set(messages)) == 1, messages
+
+
+def test_csv_first_rows_that_pandas_writes_by_default_are_named(tmp_path, capsys):
+    """``pd.DataFrame(X).to_csv(path, index=False)`` writes the header ``0,1``; the header rule reads it
+    as a data row (it is numeric), which added a point silently (101 rows for 100).  The default
+    ``to_csv(path)`` writes an unnamed index column, transformed as a feature.  Both are now named in
+    a warning (one ``cdfts: warning:`` line on the command line); the rows read are unchanged."""
+    import pandas as pd
+
+    X = np.random.default_rng(3).random((20, 2))
+    numbered, indexed = tmp_path / "numbered.csv", tmp_path / "indexed.csv"
+    pd.DataFrame(X).to_csv(numbered, index=False)
+    pd.DataFrame(X, columns=["a", "b"]).to_csv(indexed)
+    with pytest.warns(UserWarning, match=r"first row of .*\(0,1\) looks like column numbers"):
+        points, _, header = read_table(numbered)
+    assert points.shape == (21, 2) and header is None
+    with pytest.warns(UserWarning, match=r"column 1 of .* has no name in the header"):
+        points, _, header = read_table(indexed)
+    assert points.shape == (20, 3) and header == ["", "a", "b"]
+    assert cli_main(["transform", str(numbered), str(tmp_path / "o.csv"), "--max-iter", "1", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("cdfts: warning: input: the first row of") and err.count("\n") == 1
+    plain = tmp_path / "plain.csv"
+    pd.DataFrame(X, columns=["a", "b"]).to_csv(plain, index=False)
+    np.savetxt(tmp_path / "values.csv", np.array([[0.5, 1.0], [2.0, 3.0]]), delimiter=",")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a named header, a numeric first row: no warning
+        assert read_table(plain)[0].shape == (20, 2)
+        assert read_table(tmp_path / "values.csv")[0].shape == (2, 2)
 
 
 def test_csv_reads_exactly_what_numpy_reads(tmp_path):
