@@ -192,9 +192,7 @@ def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: 
     (``0,1,...``: the header pandas writes for unnamed columns, read here as a data row), or a header
     with an unnamed column (the index pandas writes by default, read here as a feature)."""
     features = [c for j, c in enumerate(names) if j != label]
-    if header is None and len(features) >= 2 and features in (
-        [str(k) for k in range(len(features))], [str(k + 1) for k in range(len(features))]
-    ):
+    if header is None and len(features) >= 2 and features == [str(k) for k in range(len(features))]:
         warnings.warn(
             f"{name}: the first row of {str(path)!r} ({','.join(names)}) looks like column numbers (the "
             "header pandas writes for unnamed columns) but is numeric, so it is read as a data row; delete "
