@@ -105,8 +105,15 @@ def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
         return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
 
     monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
-    out = cdf_ts(X[:40], lam=0.2, max_iter=1, backend="cuda")  # simulated kernels: few points
+    # Python's own handler to start from: a suite started in the background (``cmd &``) inherits SIGINT
+    # ignored, and the check below would then fail whatever the code does
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        out = cdf_ts(X[:40], lam=0.2, max_iter=1, backend="cuda")  # simulated kernels: few points
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     assert out.shape == (40, 3)
     assert seen["sigint"] == signal.SIG_IGN
     assert seen["n_workers"] is None and seen["host"] == "127.0.0.1" and seen["silence_logs"] == 40
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # this process's handler is back
+    assert after is signal.default_int_handler  # this process's handler is back
