@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import uuid
 from pathlib import Path
 
@@ -23,27 +24,63 @@ from pathlib import Path
 STORE_FORMAT = "cdfts-dask"
 
 
+def _this_host() -> str:
+    """This machine's name as it appears in a temporary name (letters, digits and ``-`` only)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
+
+
 def temporary_sibling(path) -> Path:
-    """A fresh hidden name next to ``path`` to write into before renaming: ``.<name>.<32 hex>.partial``."""
+    """A fresh hidden name next to ``path`` to write into before renaming.
+
+    ``.<name>.<host>.<pid>.<32 hex>.partial``: the writer's machine and process
+    are in the name, so that :func:`remove_stale_temporaries` can tell a live
+    writer's temporary from one a killed writer left behind.
+    """
     path = Path(path)
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+    return path.with_name(f".{path.name}.{_this_host()}.{os.getpid()}.{uuid.uuid4().hex}.partial")
+
+
+def _process_is_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # exists but belongs to someone else, or cannot be told: keep its files
+    return True
 
 
 def remove_stale_temporaries(path) -> list[str]:
     """Remove the :func:`temporary_sibling` files / folders of ``path`` that a killed writer left behind.
 
-    Called after a write of ``path`` succeeded; returns the names removed.
+    Called after a write of ``path`` succeeded; returns the names removed. A
+    temporary is removed only when its writer is known to be gone: written by a
+    process of this machine that no longer exists, or named in the older form
+    ``.<name>.<32 hex>.partial``, which carries neither. The temporaries of a writer
+    still running (another run writing the same output at the same time), or
+    of another machine, are left alone: removing them would corrupt that run's
+    output.
     """
     path = Path(path)
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.partial")
+    writer = r"(?:([A-Za-z0-9-]+)\.([0-9]+)\.)?"  # host and pid; absent in the older form
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.{writer}[0-9a-f]{{32}}\.partial")
+    host = _this_host()
     removed = []
     for entry in path.parent.iterdir():
-        if pattern.fullmatch(entry.name):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed.append(entry.name)
+        match = pattern.fullmatch(entry.name)
+        if not match:
+            continue
+        writer_host, writer_pid = match.groups()
+        if writer_pid is not None and (
+            writer_host != host or int(writer_pid) == os.getpid() or _process_is_alive(int(writer_pid))
+        ):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry.name)
     return removed
 
 

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -611,6 +612,44 @@ def test_partial_leftovers_of_a_killed_writer_are_removed_by_the_next_success(tm
     foreign.write_text("user")
     assert cli_main(["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]) == 0
     assert out.exists() and not stale_file.exists() and not stale_dir.exists() and foreign.exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".zarr"])
+def test_a_concurrent_writers_temporary_is_left_alone(tmp_path, suffix):
+    """Regression: a run that finished removed every `.partial` of its output, the temporary of
+    another run still writing the same output included (a Zarr folder losing its files mid-write)."""
+    out = tmp_path / f"out{suffix}"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _LIVE_WRITER, str(out)],
+        stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True, env=cli_env(),
+    )
+    try:
+        live = Path(writer.stdout.readline().strip())
+        assert live.exists(), live
+        gone = subprocess.run([sys.executable, "-c", _LIVE_WRITER.replace("sys.stdin.read()", ""), str(out)],
+                              capture_output=True, text=True, check=True, env=cli_env())
+        dead = Path(gone.stdout.strip())  # its writer has exited: a killed writer's leftover
+        other_host = tmp_path / f".out{suffix}.elsewhere-node.{writer.pid}.{'c' * 32}.partial"
+        other_host.write_text("another machine's run")
+        args = ["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]
+        assert cli_main(args) == 0
+        assert live.exists(), "a live writer's temporary was removed"
+        assert (live / "chunk").read_text() == "half written"
+        assert other_host.exists() and not dead.exists()
+    finally:
+        writer.communicate("")
+
+
+#: a writer that names a temporary of argv[1] as the package does, fills it, prints it, and waits on stdin
+_LIVE_WRITER = """
+import sys
+from cdfts_dask.paths import temporary_sibling
+tmp = temporary_sibling(sys.argv[1])
+tmp.mkdir()
+(tmp / "chunk").write_text("half written")
+print(tmp, flush=True)
+sys.stdin.read()
+"""
 
 
 def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
