@@ -14,7 +14,7 @@ import numpy as np
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
 from .dask_client import dask_client, outlives_the_run
-from .inputs import is_path, load_points
+from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
 from .normalise import minmax_normalise
@@ -48,6 +48,7 @@ def cdf_ts(
     n_references: int | None = None,
     random_state=None,
     security=None,
+    feature_names=None,
 ):
     """CDF Transform-and-Shift of the points X (n x d).
 
@@ -96,6 +97,9 @@ def cdf_ts(
     random_state : seed of the draw: None, an int in [0, 2**32 - 1] or a ``numpy.random.RandomState``
     security : a ``distributed.security.Security`` (TLS certificates) for the connection to a
         scheduler given by address, and for the embedded cluster (which listens on 127.0.0.1 only)
+    feature_names : the d column names, kept in the checkpoint store (``cdfts apply`` checks a CSV
+        input's header against them); default: a DataFrame's columns when all are text, or a CSV
+        file's header row
 
     Returns
     -------
@@ -114,7 +118,7 @@ def cdf_ts(
             X, lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k, method=method,
             client=client, tile_size=tile_size, checkpoint=checkpoint, resume=resume, n_workers=n_workers,
             progress=progress, dtype=dtype, backend=backend, n_references=n_references,
-            random_state=random_state, security=security,
+            random_state=random_state, security=security, feature_names=feature_names,
         )  # fmt: skip
         if not fit.sampled:
             out, result = fit_exact(fit, output=output)
@@ -147,7 +151,7 @@ class FitSpec:
     n_references: int | None
     random_state: object
     security: object = None  # distributed.security.Security for the Dask connection, or None
-    feature_names: list[str] | None = None  # a DataFrame's column names: kept in the store and the model
+    feature_names: list[str] | None = None  # the columns' names: kept in the store and the model
 
     @property
     def sampled(self) -> bool:
@@ -158,7 +162,7 @@ class FitSpec:
               n_workers, progress, dtype, backend, n_references, random_state,
               security=None, feature_names=None) -> FitSpec:  # fmt: skip
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input).
-        ``feature_names``: the columns' names (default: a DataFrame's, when all are text)."""
+        ``feature_names``: the columns' names (default: :func:`column_names`)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
         n_references = sampling.check_n_references(n_references)
         random_state = sampling.check_random_state(random_state)
@@ -168,23 +172,32 @@ class FitSpec:
             raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
         if not (progress is None or isinstance(progress, bool) or callable(progress)):
             raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
-        if feature_names is None:
-            feature_names = column_names(X)
         lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
         points = load_points(X) if lazy is None else None
         n, d = points.shape if lazy is None else lazy.shape
+        feature_names = column_names(X) if feature_names is None else _checked_names(feature_names, d)
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
-                   resume, progress, n_references, random_state, security,
-                   None if feature_names is None else [str(c) for c in feature_names])  # fmt: skip
+                   resume, progress, n_references, random_state, security, feature_names)  # fmt: skip
 
 
 def column_names(X) -> list[str] | None:
-    """A DataFrame's column names when every one is text (as scikit-learn's ``feature_names_in_``)."""
+    """A DataFrame's column names when every one is text (as scikit-learn's ``feature_names_in_``),
+    or the header of a CSV file given by path; else None."""
+    if is_path(X):
+        return csv_header(X)
     columns = getattr(X, "columns", None)
     if columns is None or not all(isinstance(c, str) for c in columns):
         return None
     return list(columns)
+
+
+def _checked_names(names, d: int) -> list[str]:
+    """``feature_names`` as a list of d strings, or an error naming the argument and the value."""
+    listed = None if isinstance(names, str) or not hasattr(names, "__iter__") else list(names)
+    if listed is None or len(listed) != d or not all(isinstance(c, str) for c in listed):
+        raise ValueError(f"feature_names must be {d} strings (one per column of X), got {names!r}")
+    return [str(c) for c in listed]
 
 
 def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):

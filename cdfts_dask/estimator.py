@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import api, model
 from .csv_blocks import is_large_csv
 from .csv_input import warn_label_like_columns
-from .inputs import is_path, read_table
+from .inputs import csv_header, is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
 from .outputs import checked_output, output_format, write_table
@@ -101,13 +101,17 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 X = pd.DataFrame(X, columns=header)
         if not (chunked or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
+        header = csv_header(X) if is_large_csv(X) else None
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
         if reset:
             self.n_features_in_ = int(X.shape[1])
-            if hasattr(self, "feature_names_in_"):
+            if header is not None:  # a large CSV's column names, as a small one's (a DataFrame's)
+                self.feature_names_in_ = np.asarray(header, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
                 del self.feature_names_in_
         else:
             model.check_features(self.model_, X.shape, "X")
+            model.check_feature_names(self.model_, header, "X")
         return X
 
     def fit(self, X, y=None) -> CDFTS:

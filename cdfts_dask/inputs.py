@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_points
-from .csv_input import label_index, read_csv_table, warn_label_like_columns
+from .csv_input import csv_layout, label_index, read_csv_table, warn_label_like_columns
 
 
 def is_path(obj) -> bool:
@@ -25,6 +25,19 @@ def _check_readable(path: Path, name: str) -> None:
         raise ValueError(f"{name}: file not readable: {str(path)!r}")
 
 
+def _is_csv(path: Path) -> bool:
+    """Whether :func:`read_table` reads ``path`` as CSV text (not a ``.npy``, ``.zarr`` or folder)."""
+    return path.suffix.lower() not in (".npy", ".zarr") and not path.is_dir()
+
+
+def csv_header(X, name: str = "X") -> list[str] | None:
+    """The column names of a CSV file's header row when X is a path read as CSV (every column a
+    feature: no label column), else None; reads the first row only."""
+    if not is_path(X) or not _is_csv(Path(X)):
+        return None
+    return csv_layout(X, None, name).feature_header()
+
+
 def read_table(path, label_column: str | int | None = None, name: str = "input"):
     """Read a CSV, .npy or Zarr file into ``(X, labels, header)``.
 
@@ -35,11 +48,10 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
     """
     path = Path(path)
     _check_readable(path, name)
-    suffix = path.suffix.lower()
-    if suffix not in (".npy", ".zarr") and not path.is_dir():
+    if _is_csv(path):
         X, labels, header = read_csv_table(path, label_column, name)
         return X, labels, header
-    if suffix == ".npy":
+    if path.suffix.lower() == ".npy":
         try:
             data = np.load(path, allow_pickle=False)
         except Exception as exc:

@@ -617,3 +617,42 @@ def test_cli_apply_checks_a_csv_header_against_the_fitted_column_names(tmp_path,
     est = CDFTS(max_iter=2).fit(frame)
     assert est.model_.feature_names == ["height", "weight"]
     assert CDFTS(max_iter=2).fit(frame.to_numpy()).model_.feature_names is None
+
+
+def test_a_large_csv_keeps_its_column_names_in_the_store_and_the_estimator(tmp_path, capsys, monkeypatch):
+    """Regression: a CSV of 64 MiB or more (read block-wise by the workers) kept no column names: its
+    store had none, so ``cdfts apply`` replayed a header in another order by position (exit 0); neither
+    did ``cdf_ts("x.csv")`` of any size, nor ``CDFTS().fit`` of a large CSV path."""
+    import pandas as pd
+
+    from cdfts_dask import csv_blocks
+
+    monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1)  # every CSV read as a large one
+    monkeypatch.setattr(csv_blocks, "CSV_BLOCK_BYTES", 2000)
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"height": rng.uniform(0, 100, 90), "weight": rng.uniform(0, 1, 90)})
+    frame.assign(label=rng.integers(0, 3, 90)).to_csv(tmp_path / "fit.csv", index=False)
+    frame.to_csv(tmp_path / "plain.csv", index=False)
+    frame[:10][["weight", "height"]].to_csv(tmp_path / "swapped.csv", index=False)
+    store = tmp_path / "m.zarr"
+    assert main(["transform", str(tmp_path / "fit.csv"), str(tmp_path / "out.csv"), "--label", "label",
+                 "--max-iter", "2", "--checkpoint", str(store), "--quiet"]) == 0  # fmt: skip
+    assert fitted.load(store).feature_names == ["height", "weight"]
+    code, err = _apply(capsys, store, tmp_path / "swapped.csv", tmp_path / "o.csv")
+    assert code == 2 and "the model was fitted on ['height', 'weight']" in err
+    assert not (tmp_path / "o.csv").exists()
+    cdf_ts(str(tmp_path / "plain.csv"), max_iter=2, checkpoint=tmp_path / "api.zarr")
+    assert fitted.load(tmp_path / "api.zarr").feature_names == ["height", "weight"]
+    est = CDFTS(max_iter=2).fit(str(tmp_path / "plain.csv"))
+    assert list(est.feature_names_in_) == ["height", "weight"] == est.model_.feature_names
+    with pytest.raises(ValueError, match=r"X has the columns \['weight', 'height'\]"):
+        est.transform(str(tmp_path / "swapped.csv"))
+    monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1 << 40)  # a small CSV path to cdf_ts too
+    cdf_ts(str(tmp_path / "plain.csv"), max_iter=2, checkpoint=tmp_path / "small.zarr")
+    assert fitted.load(tmp_path / "small.zarr").feature_names == ["height", "weight"]
+
+
+@pytest.mark.parametrize("names", [["a"], "ab", [1, 2], 7, ["a", "b", "c"]])
+def test_feature_names_that_are_not_one_string_per_column_are_refused(names):
+    with pytest.raises(ValueError, match=r"^feature_names must be 2 strings \(one per column of X\), got "):
+        cdf_ts(np.random.default_rng(0).random((20, 2)), max_iter=1, feature_names=names)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-import pandas as pd
-
 from ..api import cdf_ts
 from ..csv_blocks import csv_blocks, csv_labels, is_large_csv
 from ..csv_input import LABEL_LIKE_NAMES, csv_layout, label_like_columns
@@ -144,7 +141,7 @@ def _run(args) -> int:
     tic = time.perf_counter()
     with dask_quiet():
         Y, info = cdf_ts(
-            _named(X, header),
+            X,
             lam=args.lam,
             delta=args.delta,
             max_iter=args.max_iter,
@@ -163,6 +160,7 @@ def _run(args) -> int:
             backend="cuda" if args.gpu else "cpu",
             n_references=args.references,
             random_state=args.random_state,
+            feature_names=header,
         )
     if _worker_output(args, labels) is None:
         Y = Y.compute() if hasattr(Y, "compute") else Y  # a dask array in (large CSV) gives one back
@@ -170,12 +168,6 @@ def _run(args) -> int:
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
-
-
-def _named(X, header):
-    """In-memory points with a header as a DataFrame: ``cdf_ts`` keeps its column names in the
-    checkpoint store, and ``cdfts apply`` checks a CSV input's header against them."""
-    return X if header is None or not isinstance(X, np.ndarray) else pd.DataFrame(X, columns=header)
 
 
 # -- reliability: keep large Zarr data off the client -------------------------------------------------
