@@ -130,14 +130,31 @@ class CsvLayout:
 
 
 def label_index(label_column, header: list[str] | None, ncols: int, name: str) -> int:
-    """Column index of ``label_column``: a header name, or an integer (or its text; negative from the end)."""
+    """Column index of ``label_column``: a header name, or an integer (or its text; negative from the end).
+
+    Refused when it could mean two columns: a name the header holds twice, or a text such as
+    ``"3"`` that is both an index and the name of another column (an int is always an index).
+    """
+    named = header is not None and isinstance(label_column, str) and label_column in header
+    if named and header.count(label_column) > 1:
+        places = [j for j, h in enumerate(header) if h == label_column]
+        raise ValueError(
+            f"label column {label_column!r} names {len(places)} columns of {name} (indices {places}): "
+            "rename one, or give the index"
+        )
     if isinstance(label_column, str) and not label_column.lstrip("-").isdigit():
-        if header is None or label_column not in header:
+        if not named:
             raise ValueError(f"label column {label_column!r} not found in {name} (columns: {header})")
         return header.index(label_column)
     idx = int(label_column)
     if not -ncols <= idx < ncols:
         raise ValueError(f"label column index {idx} out of range for {name} with {ncols} columns")
+    if named and header.index(label_column) != idx % ncols:
+        where = header.index(label_column)
+        raise ValueError(
+            f"label column {label_column!r} is ambiguous in {name}: the column named {label_column!r} is "
+            f"index {where}, and index {idx} is {header[idx % ncols]!r}: rename that column"
+        )
     return idx % ncols
 
 
@@ -183,6 +200,8 @@ def csv_layout(path, label_column=None, name: str = "input") -> CsvLayout:
     else:
         label = label_index(label_column, names if named_label else None, len(cells), name)
     header = names if named_label or is_header_row(cells, label) else None
+    if header is not None and label is not None and not named_label:
+        label_index(label_column, header, len(cells), name)  # an index that is also another column's name
     _warn_doubtful_first_row(names, header, label, path, name)
     return CsvLayout(len(cells), header, label)
 

@@ -330,6 +330,45 @@ def test_csv_ragged_row_with_a_label_column_cli(tmp_path, capsys, case):
     assert not out.exists()
 
 
+#: a --label that could mean two columns: (file text, --label, the one-line error's end)
+CSV_AMBIGUOUS_LABEL = {
+    # "3" was always index 3 ('c': numbers, transformed as the label) while the column named "3" is index 1
+    "index-that-is-another-columns-name": (
+        "a,3,b,c\n" + "".join(f"{i}.5,g{i % 2},{i}.25,{i}\n" for i in range(20)),
+        "3",
+        r"label column '3' is ambiguous in input: the column named '3' is index 1, and index 3 is 'c': "
+        r"rename that column$",
+    ),
+    # a name the header holds twice: the first was taken, the second transformed as a feature
+    "name-held-twice": (
+        "x,cls,y,cls\n" + "".join(f"{i}.5,a{i % 2},{i}.25,b{i % 3}\n" for i in range(20)),
+        "cls",
+        r"label column 'cls' names 2 columns of input \(indices \[1, 3\]\): rename one, or give the index$",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CSV_AMBIGUOUS_LABEL))
+def test_a_label_that_could_mean_two_columns_is_refused(tmp_path, capsys, case):
+    """Regression: ``--label 3`` was index 3 even where a header names another column "3", and a
+    header name held twice was its first column: a guess, with exit 0."""
+    text, label, pattern = CSV_AMBIGUOUS_LABEL[case]
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_text(text)
+    with pytest.raises(ValueError, match=pattern):
+        read_table(src, label_column=label)
+    code = cli_main(["transform", str(src), str(out), "--label", label, "--quiet", "--max-iter", "1"])
+    assert_one_line_error(code, capsys.readouterr().err, pattern)
+    assert not out.exists()
+
+
+def test_a_label_index_that_is_also_its_own_columns_name_is_taken(tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_text("a,b,2\n" + "".join(f"{i}.5,{i}.25,g{i % 2}\n" for i in range(20)))
+    X, labels, header = read_table(src, label_column="2")
+    assert header == ["a", "b"] and X.shape == (20, 2) and labels[1] == "g1"
+
+
 def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
     messages = []
     for row in range(3):
