@@ -237,7 +237,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
             # workers read lazy input
             handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
             result = runner.run(tiled, handle, **args)
-            return _finish(tiled, result, output, fit.lazy, outlives_the_run(c))
+            return _finish(tiled, result, output, fit.lazy, outlives_the_run(c), p.dtype)
         except (FutureCancelledError, KilledWorker) as exc:
             raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
 
@@ -306,11 +306,12 @@ def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None)
         logger.info("compiling the numba kernels for d = %d, %s: about 3 s, once (cached on disk)", d, dtype)
 
 
-def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
+def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dtype: str = "float64"):
     """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
-    opened read-only; for a dask array in, a dask array (backed by the result on the workers when the
-    cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv`` ``output`` atomically
-    by :func:`outputs.write_table` (the command line's writer).  Returns ``(result, RunResult)``."""
+    opened read-only; for a dask array in, a dask array of ``dtype`` (the run's, backed by the result on
+    the workers when the cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv``
+    ``output`` atomically by :func:`outputs.write_table` (the command line's writer).
+    Returns ``(result, RunResult)``."""
     if output is not None and output_format(output) == ".zarr":
         import zarr
 
@@ -323,7 +324,7 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool):
             write_table(output, host)
             out = lazy.like_input(host)
         else:
-            out = lazy.like_input(result.X if on_cluster else _on_host(method, result))
+            out = lazy.like_input(result.X if on_cluster else _on_host(method, result), dtype)
     else:
         out = _on_host(method, result)
         if output is not None:

@@ -35,15 +35,15 @@ class LazyInput:
     name: str
     is_dask: bool = False  # the caller passed a dask array (not a Zarr path): give one back
 
-    def like_input(self, result):
-        """The result (n x d, a NumPy array or a future of one on the workers) as a dask array
-        chunked like the input; a future stays where it is until the caller computes."""
+    def like_input(self, result, dtype: str = "float64"):
+        """The result (n x d, a NumPy array, or a future of one of ``dtype`` on the workers) as a dask
+        array chunked like the input; a future stays where it is until the caller computes."""
         import dask
         import dask.array as da
 
         if isinstance(result, np.ndarray):
             return da.from_array(result, chunks=self.array.chunks)
-        whole = da.from_delayed(dask.delayed(result), shape=self.shape, dtype=np.float64)
+        whole = da.from_delayed(dask.delayed(result), shape=self.shape, dtype=np.dtype(dtype))
         return whole.rechunk(self.array.chunks)
 
     @property

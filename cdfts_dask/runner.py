@@ -175,13 +175,16 @@ class TiledMethod:
     def save(self, path, t, info: Step, seconds: float) -> None:
         attrs = store._jsonable(_iteration_attrs(info, seconds))
         ((name, stats),) = info.statistics.items()
-        self.client.submit(_save_on_worker, self.to_host, path, t, info.X, name, stats, attrs).result()
+        args = (self.to_host, path, t, info.X, name, stats, attrs)
+        self.client.submit(_save_on_worker, *args, pure=False).result()
 
     def create_store(self, path, params, fp, X0, input_range=None) -> None:
-        self.client.submit(_create_on_worker, path, params, fp, X0, input_range).result()
+        self.client.submit(_create_on_worker, path, params, fp, X0, input_range, pure=False).result()
 
     def load_positions(self, path, t):
-        return self.client.submit(_positions_on_worker, path, t)
+        # not pure: the key must not be (path, t) alone, or a future still held from an earlier read of
+        # that path (another store since) would be handed back instead of reading this store
+        return self.client.submit(_positions_on_worker, path, t, pure=False)
 
     def fetch(self, X) -> np.ndarray:
         if self.engine.tasks.HOST:  # already a NumPy array on a worker
@@ -189,7 +192,7 @@ class TiledMethod:
         return self.client.submit(self.to_host, X).result()
 
     def write_output(self, path, X, attrs) -> None:
-        self.client.submit(_write_output_on_worker, self.to_host, path, X, attrs).result()
+        self.client.submit(_write_output_on_worker, self.to_host, path, X, attrs, pure=False).result()
 
 
 def panel_progress(description: str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import zarr
 from conftest import cli_env
 
 from cdfts_dask import cdf_ts
+from cdfts_dask.model import load
 from cdfts_dask.oracle import cdf_ts_dense
 from cdfts_dask.store import Checkpoint, CheckpointWarning, StoreDamaged, StoreMismatch
 
@@ -313,3 +315,25 @@ def test_store_killed_right_after_creation_starts_again(tmp_path, points, left, 
     Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=resume)
     assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-12
     assert Checkpoint(store).completed == 2
+
+
+def test_a_resume_reads_its_own_store_while_another_runs_result_is_held(tmp_path, client):
+    """Regression: the task reading a stored iteration had the key of ``(path, t)`` alone.  While a
+    result of an earlier run at that path was still held (a resume with nothing to run returns a dask
+    array on it), a new store at the same path resumed from the old run's positions: the wrong result,
+    and iterations computed from the other data written to the new store, with exit 0."""
+    import dask.array as da
+
+    rng = np.random.default_rng(12)
+    Xa, Xb = rng.random((120, 2)), rng.normal(size=(120, 2)) * 3 + 1
+    store, kw = tmp_path / "run.zarr", dict(lam=0.1, delta=1e-12, method="tiled", client=client, tile_size=64)
+    cdf_ts(da.from_array(Xa, chunks=60), checkpoint=store, max_iter=2, **kw)
+    held = cdf_ts(da.from_array(Xa, chunks=60), checkpoint=store, resume=True, max_iter=2, **kw)
+    expected_a = cdf_ts_dense(Xa, lam=0.1, delta=1e-12, max_iter=2).X
+    np.testing.assert_allclose(client.compute(held).result(), expected_a, rtol=0, atol=1e-9)
+    shutil.rmtree(store)  # a new run at the same path, on other data, while `held` is alive
+    cdf_ts(Xb, checkpoint=store, max_iter=2, **kw)
+    resumed = cdf_ts(Xb, checkpoint=store, resume=True, max_iter=4, **kw)
+    expected = cdf_ts_dense(Xb, lam=0.1, delta=1e-12, max_iter=4).X
+    np.testing.assert_allclose(resumed, expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(load(store).outputs, expected, rtol=0, atol=1e-9)  # what the store holds

@@ -105,3 +105,13 @@ def test_dtype_validation():
         cdf_ts(X, dtype="float32", method="dense")
     with pytest.raises(ValueError, match="backend"):
         cdf_ts(X, backend="tpu")
+
+
+def test_a_float32_run_on_a_dask_array_says_float32(client):
+    """Regression: the dask array returned for a dask array in declared float64 and computed float32."""
+    import dask.array as da
+
+    X = np.random.default_rng(3).random((90, 2))
+    Y = cdf_ts(da.from_array(X, chunks=45), max_iter=1, dtype="float32", client=client, tile_size=32)
+    assert Y.dtype == np.float32 and client.compute(Y).result().dtype == np.float32
+    assert cdf_ts(X, max_iter=1, dtype="float32", client=client, tile_size=32).dtype == np.float32
