@@ -79,7 +79,8 @@ def cdf_ts(
         store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
     output : path to write the result to: ``.zarr`` (written by a worker, returned opened
-        read-only), ``.npy`` or ``.csv`` (written atomically here, the array returned)
+        read-only: the handle reads the path, so a later write of the same path, by this or another
+        run, is what it then reads), ``.npy`` or ``.csv`` (written atomically here, the array returned)
     progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
         or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
