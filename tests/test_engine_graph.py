@@ -207,3 +207,27 @@ def test_every_worker_counts_when_scheduler_info_lists_only_some(client, monkeyp
 
     restricted = client.run_on_scheduler(restrictions, keys=[f.key for f in shifted])
     assert restricted == sorted(client.nthreads())
+
+
+def test_a_broadcast_that_a_leaving_worker_broke_is_made_again(client, monkeypatch):
+    """Regression: a worker that left during the input's broadcast (killed while two runs shared the
+    cluster) failed the run with the scheduler's raw ``KeyError: 'tcp://...'``; the broadcast is now made
+    again to the workers that are there, and the result is the oracle's."""
+    X = np.random.default_rng(21).random((70, 2))
+    real, calls = client.scatter, []
+
+    def scatter(*args, failure="tcp://127.0.0.1:35779", failures=1, **kwargs):
+        calls.append(kwargs)
+        if len(calls) <= failures:
+            raise KeyError(failure)  # what the scheduler's replicate step raises
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "scatter", scatter)
+    Y = cdf_ts(X, lam=0.2, max_iter=2, method="tiled", client=client, tile_size=32)
+    assert len(calls) == 2 and all(c.get("broadcast") for c in calls)
+    np.testing.assert_allclose(Y, oracle.cdf_ts_dense(X, lam=0.2, max_iter=2).X, rtol=0, atol=1e-9)
+    calls.clear()
+    monkeypatch.setattr(client, "scatter", lambda *a, **k: scatter(*a, failure="x", failures=9, **k))
+    with pytest.raises(KeyError, match="'x'"):  # any other KeyError is not a worker that left
+        cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=client, tile_size=32)
+    assert len(calls) == 1

@@ -53,6 +53,8 @@ from .step import Step
 
 #: most partial results one reduction task combines
 FAN_IN = 8
+#: broadcasts of the input tried when workers leave during one (see :meth:`TiledEngine.put`)
+SCATTER_ATTEMPTS = 3
 #: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, one part per thread
 #: (every part repeats an O(n d log n) set-up, so more parts than threads only add work and task hops)
 DIAMETER_SINGLE_MAX_N = 4096
@@ -128,8 +130,19 @@ class TiledEngine:
 
         ``hash=False``: a fresh key per run, so repeated runs on equal data
         never share (and race on) keys that the previous run is still releasing.
+        A worker that leaves during the broadcast makes the scheduler's copy
+        step fail with ``KeyError: <its address>`` (it looks the worker up
+        after removing it); the broadcast is then made again to the workers
+        that are there, up to :data:`SCATTER_ATTEMPTS` times.
         """
-        return self.client.scatter(X, broadcast=True, hash=False)
+        for attempt in range(1, SCATTER_ATTEMPTS + 1):
+            try:
+                return self.client.scatter(X, broadcast=True, hash=False)
+            except KeyError as exc:
+                address = exc.args[0] if exc.args else None
+                if attempt == SCATTER_ATTEMPTS or not (isinstance(address, str) and "://" in address):
+                    raise
+                time.sleep(0.2 * attempt)
 
     def prepare(self, X):
         """The future X (float64 points on the workers) in the device's form and the working dtype;
