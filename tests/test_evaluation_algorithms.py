@@ -142,3 +142,24 @@ def test_shared_work_gives_identical_results():
             D, y, ClusteringGrid(dbscan_eps=grid.dbscan_eps, dbscan_minpts=(2, 5)), ["DBSCAN"]
         )
         assert fast["DBSCAN"][0] == brute
+
+
+def test_lof_is_scikit_learns_lof_on_the_views_distances():
+    """LOF scores come from the view's distance matrix (column-by-column sums: the same bits on any
+    machine), not from distances scikit-learn recomputes in a BLAS- and tree-dependent order (which
+    broke the ties of dermatology's equidistant neighbours differently from one machine to another)."""
+    from sklearn.neighbors import LocalOutlierFactor
+
+    from cdfts_dask.evaluation.baselines import lof_scores
+    from cdfts_dask.oracle import pairwise_distances
+
+    X = np.random.default_rng(6).random((150, 3))  # no ties: the neighbours are unambiguous
+    expected = -LocalOutlierFactor(n_neighbors=12).fit(X).negative_outlier_factor_
+    D = pairwise_distances(X)
+    np.testing.assert_allclose(lof_scores(D, 12), expected, rtol=1e-9)
+    np.testing.assert_allclose(lof_scores(D / D.max(), 12), expected, rtol=1e-9)  # a view's relative D
+    grid = np.random.default_rng(7).integers(0, 4, (120, 5)).astype(float)  # tie-heavy, as dermatology
+    Dg = pairwise_distances(grid)
+    np.testing.assert_array_equal(lof_scores(Dg, 30), lof_scores(pairwise_distances(grid + 2.0**20), 30))
+    with pytest.raises(ValueError, match="square distance matrix"):
+        lof_scores(X, 5)

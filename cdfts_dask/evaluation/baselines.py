@@ -11,12 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 
-def lof_scores(X: np.ndarray, k: int) -> np.ndarray:
+def lof_scores(D: np.ndarray, k: int) -> np.ndarray:
+    """LOF scores of n points from their n x n distance matrix ``D`` (up to a constant factor), with
+    ``k`` neighbours (at most n - 1).
+
+    LOF only compares and divides distances, so the neighbours are searched in ``D``
+    (``metric="precomputed"``): a view's relative distances, summed column by column, bit-identical
+    on any machine and exactly tied on equidistant points.  Given the points, scikit-learn would
+    compute distances itself, in an order that its search structure and the BLAS decide: on tied
+    neighbours (dermatology, k = 54) that changed the score from one machine to another.
+    """
     from sklearn.neighbors import LocalOutlierFactor
 
-    lof = LocalOutlierFactor(n_neighbors=int(min(k, X.shape[0] - 1)))
-    lof.fit(X)
-    return -lof.negative_outlier_factor_
+    n = D.shape[0]
+    if D.shape != (n, n):
+        raise ValueError(f"D must be a square distance matrix, got shape {D.shape}")
+    lof = LocalOutlierFactor(n_neighbors=int(min(k, n - 1)), metric="precomputed")
+    return -lof.fit(D).negative_outlier_factor_
 
 
 def iforest_scores(X: np.ndarray, psi: int, t: int = 100, seed: int = 0) -> np.ndarray:

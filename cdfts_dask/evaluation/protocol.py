@@ -177,7 +177,7 @@ def search_anomaly(
                     best[alg] = _better(best[alg], auc(y, sorted_rows[:, k]), {"k": k})
         elif alg == "LOF":
             for k in ks:
-                best[alg] = _better(best[alg], auc(y, lof_scores(view.points, k)), {"k": k})
+                best[alg] = _better(best[alg], auc(y, lof_scores(view.D, k)), {"k": k})
         elif alg in ("iForest", "iNNE"):
             for psi in grid.psi:
                 if psi > n and psi // 2 >= n:
@@ -197,7 +197,7 @@ def run_anomaly(algorithm: str, view: View, params: dict, trees: int = 100) -> n
     if algorithm == "kNN":
         return knn_scores(view.D, min(params["k"], view.D.shape[0] - 1))
     if algorithm == "LOF":
-        return lof_scores(view.points, params["k"])
+        return lof_scores(view.D, params["k"])
     if algorithm == "iForest":
         return iforest_scores(view.points, params["psi"], trees)
     if algorithm == "iNNE":
