@@ -20,20 +20,38 @@ def is_integer(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def check_numeric_dtype(dtype, name: str = "X") -> None:
-    """Reject non-numeric dtypes (strings, objects, dates) before reading any values."""
-    if np.dtype(dtype).kind not in "biuf":
+def check_numeric_dtype(dtype, name: str = "X", kinds: str = "biuf") -> None:
+    """Reject non-numeric dtypes (strings, objects, dates; NumPy's or pandas') before reading any values:
+    those whose kind (NumPy's one-letter code) is not in ``kinds``."""
+    kind = dtype.kind if hasattr(dtype, "kind") else np.dtype(dtype).kind
+    if kind not in kinds:
         raise TypeError(f"{name} must be numeric, got dtype {dtype}")
+
+
+def check_numeric_input(X, name: str = "X", kinds: str = "biuf") -> None:
+    """Refuse, before its values are read as numbers, an input whose dtype is not numeric (an array's, or
+    any column's of a DataFrame: strings, objects, dates, categories; kinds outside ``kinds``) and a
+    NumPy masked array with masked entries (converting it would read the values under the mask as points)."""
+    if hasattr(X, "dtype"):
+        check_numeric_dtype(X.dtype, name, kinds)
+    elif hasattr(X, "dtypes") and hasattr(X.dtypes, "items"):  # a DataFrame: each column's dtype
+        for column, dtype in X.dtypes.items():
+            check_numeric_dtype(dtype, f"{name} column {column!r}", kinds)
+    masked = np.ma.count_masked(X) if isinstance(X, np.ma.MaskedArray) else 0
+    if masked:
+        raise ValueError(
+            f"{name} is a masked array with {masked} masked value(s): fill them or drop their rows first "
+            f"(e.g. {name}.filled(value)); the values under the mask are not points"
+        )
 
 
 def check_points(X, name: str = "X", min_rows: int = 2) -> np.ndarray:
     """Return ``X`` as a C-contiguous float64 array of shape (n, d), n >= min_rows, d >= 1.
 
-    Rejects non-numeric data, NaN / inf, wrong rank, fewer than ``min_rows``
+    Rejects non-numeric data, masked entries, NaN / inf, wrong rank, fewer than ``min_rows``
     rows (a fit needs two; a fitted model transforms one) and zero columns.
     """
-    if hasattr(X, "dtype"):
-        check_numeric_dtype(X.dtype, name)
+    check_numeric_input(X, name)
     try:
         arr = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -110,10 +110,7 @@ def cdf_ts(
     """
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
-    # absolute here, on the client: workers with another working directory write where the user meant
-    checkpoint = None if checkpoint is None else paths.absolute(checkpoint)
-    output = checked_output(output)
-    paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
+    checkpoint, output = checked_run_paths(X, checkpoint, output)
     with verbosity(verbose):
         fit = FitSpec.check(
             X, lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k, method=method,
@@ -134,6 +131,16 @@ def cdf_ts(
                 out = fit.lazy.like_input(host) if dask_in else host
             result.X = out
         return (out, result) if return_info else out
+
+
+def checked_run_paths(X, checkpoint, output=None) -> tuple[str | None, str | None]:
+    """``(checkpoint, output)`` made absolute here, on the client (workers with another working
+    directory write where the user meant), and checked against the input X and each other before
+    any work (:func:`paths.check_run_paths`: none may be, or lie inside, another)."""
+    checkpoint = None if checkpoint is None else paths.absolute(checkpoint, "checkpoint")
+    output = checked_output(output)
+    paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
+    return checkpoint, output
 
 
 @dataclass
@@ -173,6 +180,11 @@ class FitSpec:
             raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
         if not (progress is None or isinstance(progress, bool) or callable(progress)):
             raise TypeError(f"progress must be True, False, None or a callable, got {progress!r}")
+        if security is not None:
+            from distributed.security import Security
+
+            if not isinstance(security, Security):
+                raise TypeError(f"security must be a distributed.security.Security or None, got {security!r}")
         lazy = lazy_input(X)  # Zarr path / dask array: only metadata is read here (out-of-core input)
         points = load_points(X) if lazy is None else None
         n, d = points.shape if lazy is None else lazy.shape
@@ -261,6 +273,7 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
     s = fit.n_references
     source = fit.points if fit.lazy is None else fit.lazy.array
     idx, F = sampling.draw_references(source, fit.n, s, fit.random_state)
+    sampling.warn_constant_columns(F, fit.points)
     logger.info("sampled fit: %d of %d points drawn as references", s, fit.n)
     k_s = sampling.sampled_k(fit.params.k, s, fit.n)
     on_sample = replace(fit, points=F, lazy=None, n=s, params=replace(fit.params, k=k_s), n_references=None)

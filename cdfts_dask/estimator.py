@@ -9,13 +9,13 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import api, model
+from ._validation import DTYPES, check_numeric_input
 from .csv_blocks import is_large_csv
 from .csv_input import warn_label_like_columns
 from .inputs import csv_header, is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
-from .outputs import checked_output, output_format, write_table
-from .paths import check_run_paths
+from .outputs import output_format, write_table
 
 
 class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -100,6 +100,9 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             if header is not None:  # its column names, checked like a DataFrame's at transform
                 X = pd.DataFrame(X, columns=header)
         if not (chunked or isinstance(X, da.Array) or type(X).__module__.startswith("zarr")):
+            # dates and masked entries refused as by cdf_ts (scikit-learn reads them as numbers); complex and
+            # object arrays are left to scikit-learn's own rules (its estimator checks ask for them)
+            check_numeric_input(X, "X", kinds="biufcO")
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
         header = csv_header(X) if is_large_csv(X) else None
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
@@ -114,13 +117,29 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             model.check_feature_names(self.model_, header, "X")
         return X
 
+    #: what a fit sets: a fit that raises removes them all, so that the estimator is unfitted then, never
+    #: left with one fit's ``model_`` and another input's ``feature_names_in_`` / ``n_features_in_``
+    _FITTED = ("model_", "embedding_", "sample_indices_", "deltas_", "n_iter_", "converged_",
+               "n_features_in_", "feature_names_in_")  # fmt: skip
+
     def fit(self, X, y=None) -> CDFTS:
-        """Fit CDF-TS on X (y is ignored) and keep the run as ``model_``."""
-        X = self._validated(X, reset=True)
+        """Fit CDF-TS on X (y is ignored) and keep the run as ``model_``.  A fit that raises (a refused
+        parameter or input, a failed run) leaves the estimator unfitted."""
+        try:
+            return self._fit(X)
+        except BaseException:
+            for name in self._FITTED:
+                self.__dict__.pop(name, None)
+            raise
+
+    def _fit(self, X) -> CDFTS:
         params = self.get_params()
         verbose = params.pop("verbose")
         if not isinstance(verbose, bool):
             raise TypeError(f"verbose must be True or False, got {verbose!r}")
+        # the checkpoint made absolute and checked against the input path, before X is read (as cdf_ts)
+        params["checkpoint"], _ = api.checked_run_paths(X, params["checkpoint"])
+        X = self._validated(X, reset=True)
         with verbosity(verbose):
             spec = api.FitSpec.check(X, **params, feature_names=getattr(self, "feature_names_in_", None))
             result = api.fit_sample(spec) if spec.sampled else api.fit_exact(spec, keep_model=True)[1]
@@ -144,9 +163,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         may be neither the input nor the fit's ``checkpoint`` store (the model), nor a folder
         of other files.
         """
-        check_is_fitted(self)
-        output = checked_output(output)
-        check_run_paths(input=X if is_path(X) else None, checkpoint=self.checkpoint, output=output)
+        check_is_fitted(self, "model_")
+        _, output = api.checked_run_paths(X, self.checkpoint, output)
         X = self._validated(X, reset=False)
         if output is not None and output_format(output) == ".zarr":
             source = X if isinstance(X, da.Array) else api.da_from_numpy(X)
@@ -178,8 +196,18 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         params = self.get_params(deep=False)
         return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
 
+    def __getstate__(self) -> dict:
+        """The state that ``pickle`` and ``copy.deepcopy`` copy: all of it except a ``distributed.Client``
+        given as ``client``, a live connection that cannot be copied (the copy has ``client=None``: it
+        uses the default client, or an embedded cluster when it needs one); an address string is kept."""
+        state = super().__getstate__()
+        if state.get("client") is not None and not isinstance(state["client"], str):
+            state = {**state, "client": None}
+        return state
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        # the output is in the run's dtype: float32 in, float32 out for dtype="float32"
+        tags.transformer_tags.preserves_dtype = [self.dtype if self.dtype in DTYPES else "float64"]
         return tags

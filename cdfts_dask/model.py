@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import check_choice, check_points
+from ._validation import check_choice, check_points, is_integer
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
 from .row_lookup import NOT_FOUND, RowIndex
@@ -171,23 +171,25 @@ class CDFTSModel:
     def n_iter(self) -> int:
         return len(self.iterations)
 
-    def transform_block(self, Y, backend: str = "cpu") -> np.ndarray:
+    def transform_block(self, Y, backend: str = "cpu", name: str = "Y", first_row: int = 0) -> np.ndarray:
         """The run's output for the rows of Y (rows x d, finite, host): rows x d in the fit's dtype.
 
         A row equal to a fit point after the initial normalisation takes that
         point's stored output (:meth:`fit_point_rows`); the others are
-        replayed on ``backend``'s device (:meth:`replay`).
+        replayed on ``backend``'s device (:meth:`replay`).  A row too far
+        outside the fit's range for the fit's dtype (its replay overflows) is
+        refused, naming ``name`` and its row ``first_row + i``.
         """
         y = self.normalised(Y)
         fit_row = self.fit_point_rows(y)
         found = fit_row != NOT_FOUND
         if not found.any():
-            return self._replay(y, backend)
+            return _finite(self._replay(y, backend), Y, self.dtype, name, first_row)
         out = np.empty_like(y)
         out[found] = self.outputs[fit_row[found]]
         if not found.all():
             out[~found] = self._replay(y[~found], backend)
-        return out
+        return _finite(out, Y, self.dtype, name, first_row)
 
     def replay(self, Y, backend: str = "cpu") -> np.ndarray:
         """The run's T iterations replayed on every row of Y, fit points included (rows x d, fit dtype).
@@ -203,7 +205,7 @@ class CDFTSModel:
         check_backend(backend)
         Y = check_points(Y, "Y", min_rows=1)
         check_features(self, Y.shape, "Y")
-        return self._replay(self.normalised(Y), backend)
+        return _finite(self._replay(self.normalised(Y), backend), Y, self.dtype, "Y", 0)
 
     def normalised(self, Y) -> np.ndarray:
         """Rows of Y through the fit's initial normalisation, on the host in the fit's dtype."""
@@ -244,6 +246,19 @@ class CDFTSModel:
         return np.asarray(dev.to_host(y), dtype=self.dtype)
 
 
+def _finite(out: np.ndarray, Y, dtype: str, name: str, first_row: int) -> np.ndarray:
+    """``out`` when every position is finite; else a ``ValueError`` naming the first row whose replay
+    overflowed (a finite point so far outside the fit's range that its shift exceeds ``dtype``'s range)."""
+    bad = ~np.isfinite(out).all(axis=1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} row {first_row + i} ({np.asarray(Y)[i].tolist()}) lies too far outside the fit data's "
+            f"range to be transformed in {dtype}: its shifted position overflows"
+        )
+    return out
+
+
 def iteration_of(references, statistics: dict, m: float, lo, hi, lam: float, k, dtype: str) -> ModelIteration:
     """One :class:`ModelIteration` from what the fit measured in that iteration (``{"counts": ...}``
     or ``{"radius": ...}``)."""
@@ -263,8 +278,9 @@ def _array(values):
 
 def load(path, n_iter: int | None = None) -> CDFTSModel:
     """The model of the completed run stored at ``path`` (a ``--checkpoint`` / ``checkpoint=`` store):
-    its first ``n_iter`` iterations (None: those of the result the last run returned, which is all
-    the store holds unless that run was resumed with a smaller ``max_iter`` or a larger ``delta``).
+    its first ``n_iter`` iterations (an integer in [1, iterations stored]; None: those of the result the
+    last run returned, which is all the store holds unless that run was resumed with a smaller
+    ``max_iter`` or a larger ``delta``).
     Every iteration read is verified against the checksums stored at commit.
 
     Raises ``ValueError`` naming the path when it is not a cdfts-dask run, the
@@ -302,7 +318,7 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
         returned = store.result_iteration(attrs, path)  # the iteration the run returned: the model's last
     except store.StoreDamaged as exc:
         raise ValueError(f"model: {exc}") from None
-    last = returned if n_iter is None else min(int(n_iter), int(attrs["completed"]))
+    last = returned if n_iter is None else _checked_n_iter(n_iter, int(attrs["completed"]), path)
     for t in range(0, last + 1):
         problem = store.verify_iteration(group, t)
         if problem is not None:
@@ -321,6 +337,17 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
                       params.get("feature_names"))  # fmt: skip
 
 
+def _checked_n_iter(n_iter, completed: int, path: str) -> int:
+    """``n_iter`` when it names a stored iteration (an integer in [1, completed]), else an error naming it."""
+    if not is_integer(n_iter):
+        raise TypeError(f"n_iter must be an integer or None, got {n_iter!r}")
+    if not 1 <= n_iter <= completed:
+        raise ValueError(
+            f"n_iter must lie in [1, {completed}] (the iterations stored at {path!r}), got {n_iter!r}"
+        )
+    return int(n_iter)
+
+
 # -- transforming arrays of any kind ----------------------------------------------------------------------
 
 
@@ -328,7 +355,8 @@ def _block(block: np.ndarray, model: CDFTSModel, name: str, backend: str, block_
     """Validate one row chunk (finite, numeric) and replay the model on it on ``backend``'s device."""
     from .lazy import _check_block
 
-    return model.transform_block(_check_block(block, name, block_info), backend)
+    first_row = block_info[0]["array-location"][0][0] if block_info else 0
+    return model.transform_block(_check_block(block, name, block_info), backend, name, first_row)
 
 
 def check_backend(backend) -> str:
@@ -367,7 +395,7 @@ def transform_numpy(
     Y = check_points(Y, name, min_rows=1)
     check_features(model, Y.shape, name)
     if Y.shape[0] <= row_chunk:
-        return model.transform_block(Y, backend)
+        return model.transform_block(Y, backend, name)
     lazy = transform_dask(model, da.from_array(Y, chunks=(row_chunk, -1)), backend=backend)
     return lazy.compute(scheduler="threads" if device_module(backend).HOST else "synchronous")
 

@@ -84,9 +84,15 @@ def remove_stale_temporaries(path) -> list[str]:
     return removed
 
 
-def absolute(path) -> str:
-    """``path`` as an absolute path on this machine (symlinks kept, ``..`` not resolved)."""
-    return os.path.abspath(os.fspath(path))
+def absolute(path, name: str = "path") -> str:
+    """``path`` as an absolute path on this machine (symlinks kept, ``..`` not resolved); anything but a
+    text path (``str`` or ``os.PathLike`` of ``str``, not empty) is refused with an error naming ``name``."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a path (a str or os.PathLike), got {path!r}")
+    if not text:
+        raise ValueError(f"{name} must be a path, got the empty string")
+    return os.path.abspath(text)
 
 
 def real(path) -> Path:

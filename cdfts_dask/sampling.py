@@ -8,6 +8,8 @@ sampling).  The k-NN estimator on the sample uses ``k_s = max(1, round(k s / n))
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._validation import check_points, is_integer
@@ -65,3 +67,28 @@ def draw_references(X, n: int, s: int, random_state, name: str = "X") -> tuple[n
     if hasattr(rows, "compute"):
         rows = rows.compute()
     return idx, check_points(rows, f"{name} (sampled references)")
+
+
+def warn_constant_columns(F: np.ndarray, X=None) -> list[int]:
+    """Warn about the columns that are constant in the drawn rows F but may vary in the input X (X in
+    memory: those that do vary; X None, out of core: every column constant in F).  Returns them.
+
+    The fit normalises with F's range and a constant column's span is taken as 1
+    (:func:`cdfts_dask.normalise.column_span`), so a row of X with another value
+    in such a column keeps that column's raw units: its output there depends on
+    how the column is scaled.  A rare value (a flag in 1 % of the rows) is
+    missed by a small sample more often than not."""
+    columns = np.flatnonzero(F.min(axis=0) == F.max(axis=0))
+    if X is not None and columns.size:
+        columns = columns[np.ptp(X[:, columns], axis=0) > 0]
+    if columns.size:
+        shown = ", ".join(map(str, columns[:10])) + (", ..." if columns.size > 10 else "")
+        warnings.warn(
+            f"n_references: column(s) {shown} of X are constant in the {len(F)} drawn references but "
+            f"{'vary' if X is not None else 'may vary'} in X; rows with another value there are shifted in "
+            "that column's raw units (a constant column's span is taken as 1), not in [0, 1]: draw more "
+            "references or drop the column",
+            UserWarning,
+            stacklevel=4,
+        )
+    return columns.tolist()

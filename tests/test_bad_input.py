@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from faultkit import run_cli
 from hypothesis import HealthCheck, given, settings
@@ -157,6 +158,8 @@ def test_bad_file_cli_subprocess_has_no_traceback(tmp_path, case):
     assert not (tmp_path / "out.npy").exists()
 
 
+FIVE = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
+
 BAD_ARRAYS = {
     "nan": (np.array([[0.0, 1.0], [np.nan, 2.0]]), ValueError, r"NaN or inf"),
     "list-of-strings": ([["1", "2"], ["a", "b"]], TypeError, r"numeric"),
@@ -164,6 +167,15 @@ BAD_ARRAYS = {
     "object-array": (np.array([[1, None], [2, 3]], dtype=object), TypeError, r"numeric, got dtype object"),
     "scalar": (np.float64(3.0), ValueError, r"2-dimensional"),
     "empty": (np.empty((0, 3)), ValueError, r"0 row\(s\)"),
+    "dates": (np.array([[1, 2], [3, 4]], dtype="datetime64[D]"), TypeError, r"numeric, got dtype datetime"),
+    "masked-values": (
+        np.ma.masked_array(FIVE, mask=FIVE > 0.9), ValueError, r"masked array with 4 masked value"
+    ),
+    "dataframe-date-column": (
+        pd.DataFrame({"a": FIVE[:, 0], "t": pd.date_range("2026-01-01", periods=5)}),
+        TypeError,
+        r"X column 't' must be numeric, got dtype datetime",
+    ),
 }
 
 
@@ -172,6 +184,18 @@ def test_bad_array_api(case):
     X, exc_type, pattern = BAD_ARRAYS[case]
     with pytest.raises(exc_type, match=pattern):
         cdfts_dask.cdf_ts(X, max_iter=1)
+
+
+@pytest.mark.parametrize("case", ["dates", "masked-values", "dataframe-date-column"])
+def test_bad_array_estimator(case):
+    """Regression: ``CDFTS`` read dates as numbers (scikit-learn's conversion) where ``cdf_ts`` refused
+    them, and both read the values under a masked array's mask as points."""
+    X, exc_type, pattern = BAD_ARRAYS[case]
+    with pytest.raises(exc_type, match=pattern):
+        cdfts_dask.CDFTS(max_iter=1).fit(X)
+    fitted = cdfts_dask.CDFTS(max_iter=1).fit(FIVE)
+    with pytest.raises(exc_type, match=pattern):
+        fitted.transform(X)
 
 
 #: bad parameters: (API keyword arguments, CLI flags, exception type, regex)
@@ -206,9 +230,9 @@ BAD_TYPES = {
     "tile-size-float": {"tile_size": 10.5},
     "resume-string": {"resume": "yes"},
     "client-int": {"client": 42, "method": "tiled"},
+    "checkpoint-int": {"checkpoint": 123},  # it made a store named '123' in the working directory
+    "security-string": {"security": "tls"},  # refused only once a cluster had started, by distributed
 }
-
-FIVE = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
 
 
 @pytest.mark.parametrize("case", sorted(BAD_PARAMS))

@@ -286,6 +286,22 @@ def test_feature_count_and_bad_values_are_refused(syn_model):
         est.model_.replay(X, "gpu")
 
 
+def test_a_point_whose_replay_overflows_is_refused_with_its_row():
+    """Regression: a finite row far beyond the fit's range (1.7e308) came back as inf, with only a NumPy
+    RuntimeWarning; now the row is named, in memory and in a dask chunk (by its global row)."""
+    X = np.random.RandomState(0).rand(50, 2)
+    est = CDFTS().fit(X)
+    far = np.concatenate([X[:3], [[0.5, 1.7e308]]])
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"X row 3 .* too far outside .* float64"):
+        est.transform(far)
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"Y row 3 .* too far outside"):
+        est.model_.replay(far)
+    lazy = est.transform(da.from_array(np.concatenate([X, far]), chunks=(20, 2)))
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"X row 53 .* too far outside"):
+        lazy.compute(scheduler="sync")
+    assert np.isfinite(est.transform([[0.5, 1e300]])).all()  # far, but representable: transformed
+
+
 def test_dask_input_gives_a_lazy_chunked_transform(syn_model):
     X, est = syn_model
     Xd = da.from_array(X, chunks=(400, 1))  # column chunks too: rows are gathered per row block
@@ -447,6 +463,13 @@ def test_a_store_resumed_to_fewer_iterations_is_the_model_of_what_that_run_retur
             fitted.load(store)
     del group.attrs["result_iteration"]  # a store written before it was recorded: all its iterations
     assert fitted.load(store).n_iter == 5
+    # n_iter names a stored iteration: before, 1.5 and True loaded 1 iteration, 10**6 silently 5,
+    # and -1 raised KeyError 'iterations/-0001'
+    for bad, error in ((1.5, TypeError), (True, TypeError), ("2", TypeError), (0, ValueError),
+                       (-1, ValueError), (6, ValueError), (10**6, ValueError)):  # fmt: skip
+        with pytest.raises(error, match=r"n_iter must (be an integer|lie in \[1, 5\])"):
+            fitted.load(store, n_iter=bad)
+    assert fitted.load(store, n_iter=np.int64(2)).n_iter == 2
 
 
 def test_knn_reference_whose_radius_reaches_m_holds_every_new_point_inside():
@@ -656,3 +679,23 @@ def test_a_large_csv_keeps_its_column_names_in_the_store_and_the_estimator(tmp_p
 def test_feature_names_that_are_not_one_string_per_column_are_refused(names):
     with pytest.raises(ValueError, match=r"^feature_names must be 2 strings \(one per column of X\), got "):
         cdf_ts(np.random.default_rng(0).random((20, 2)), max_iter=1, feature_names=names)
+
+
+def test_the_estimator_checks_its_checkpoint_path_as_cdf_ts_does(tmp_path, client, monkeypatch):
+    """Regressions: ``CDFTS.fit`` took its checkpoint as given where ``cdf_ts`` checks it first: a store
+    inside the input Zarr store was written there, ``checkpoint=123`` made a store named '123', and a
+    relative path was not made absolute on the client, so workers in another directory wrote the store
+    there and the fit failed at the end ("not a cdfts-dask run store")."""
+    X = blobs()
+    source = tmp_path / "in.zarr"
+    zarr.save_array(str(source), X)
+    inside = source / "run.zarr"
+    with pytest.raises(ValueError, match="checkpoint .* is inside the input"):
+        CDFTS(checkpoint=inside, max_iter=2).fit(str(source))
+    assert sorted(p.name for p in source.iterdir()) == ["c", "zarr.json"]
+    with pytest.raises(TypeError, match="checkpoint must be a path .* got 123"):
+        CDFTS(checkpoint=123, max_iter=2).fit(X)
+    monkeypatch.chdir(tmp_path)  # the session's workers stay in the directory they started in
+    est = CDFTS(client=client, method="tiled", max_iter=2, checkpoint="relative.zarr").fit(X)
+    assert fitted.load(tmp_path / "relative.zarr").n_iter == est.n_iter_ == 2
+    assert np.array_equal(est.embedding_, cdf_ts(X, client=client, method="tiled", max_iter=2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import dask.array as da
 import numpy as np
@@ -100,6 +101,31 @@ def test_estimator_with_references(syn):
     assert est.embedding_.shape == (250, 2) and est.sample_indices_.shape == (250,)
     assert np.array_equal(Y, est.transform(syn))
     assert np.array_equal(Y, cdf_ts(syn, lam=0.1, delta=0.01, n_references=250, random_state=0))
+
+
+def test_a_column_constant_in_the_drawn_rows_is_warned_about():
+    """A rare value missed by the draw (a 0/1 flag in 1 % of the rows, absent from 50 references) makes
+    its column constant in the fit, whose span is then taken as 1: the rows holding it are shifted in
+    that column's raw units (1.06 for a 0/1 flag, 489 for a 0/1000 one, where the exact fit gives 0.99
+    for both).  That is DESIGN's normalisation, so it is said, not changed; a column constant in all of
+    X, and a draw that holds the value, say nothing."""
+    rng = np.random.RandomState(0)
+    X = np.c_[rng.rand(1000, 2), (rng.rand(1000) < 0.01).astype(float)]
+    flagged = int(np.flatnonzero(X[:, 2])[0])
+    outputs = []
+    for unit in (1.0, 1000.0):
+        with pytest.warns(UserWarning, match=r"column\(s\) 2 of X are constant in the 50 drawn references"):
+            Y, info = cdf_ts(X * [1, 1, unit], n_references=50, random_state=1, return_info=True)
+        assert X[info.sample_indices, 2].sum() == 0
+        outputs.append(Y[flagged, 2])
+    assert outputs[1] > 100 * outputs[0]  # the unit-dependence the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cdf_ts(np.c_[X[:, :2], np.ones(1000)], n_references=50, random_state=1)  # constant everywhere
+        cdf_ts(X, n_references=600, random_state=1)  # the draw holds flagged rows
+    lazy = da.from_array(X, chunks=(250, 3))  # out of core: X's columns are not scanned, so "may vary"
+    with pytest.warns(UserWarning, match=r"column\(s\) 2 .* but may vary in X"):
+        CDFTS(n_references=50, random_state=1).fit(lazy)
 
 
 @pytest.mark.parametrize(

@@ -166,3 +166,65 @@ def test_clone_shares_the_client_and_fit_transform_returns_a_copy(small, client)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out._repr_html_()
+
+
+@pytest.mark.parametrize(
+    "refused, message",
+    [
+        pytest.param(dict(lam=2.0), "lam must lie", id="lam-out-of-range"),
+        pytest.param(dict(estimator="knn", k=10_000), "k must lie", id="k-above-n"),
+    ],
+)
+def test_a_refused_refit_leaves_the_estimator_unfitted(small, refused, message):
+    """Regression: a refit on a DataFrame with swapped columns, refused for a bad parameter, left the new
+    frame's ``feature_names_in_`` beside the old fit's ``model_``; with the parameter put back, a
+    ``transform`` of the swapped frame passed the name check and replayed the columns the wrong way
+    round (6.6-7.2 away, no error)."""
+    import pandas as pd
+
+    X, _ = small
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1] * 10})
+    est = CDFTS(lam=0.1, max_iter=3).fit(frame)
+    params = est.get_params()
+    with pytest.raises(ValueError, match=message):
+        est.set_params(**refused).fit(frame[["b", "a"]])
+    est.set_params(**params)
+    assert not any(hasattr(est, name) for name in CDFTS._FITTED)
+    with pytest.raises(NotFittedError):
+        est.transform(frame[["b", "a"]])
+    first = CDFTS(delta=-1.0)  # a first fit refused: NotFittedError at transform, not AttributeError
+    with pytest.raises(ValueError, match="delta"):
+        first.fit(X)
+    with pytest.raises(NotFittedError):
+        first.transform(X)
+    assert np.array_equal(est.fit(frame).transform(frame), CDFTS(lam=0.1, max_iter=3).fit_transform(frame))
+
+
+def test_a_fitted_estimator_with_a_client_pickles_and_deep_copies_without_it(small, client):
+    """Regression: ``pickle.dumps`` of a fitted ``CDFTS(client=Client)`` failed ("cannot pickle
+    '_asyncio.Task' object"), and with it joblib and saving the model; a live connection is left out
+    of the copy (client=None), an address string is kept."""
+    import copy
+    import pickle
+
+    X, _ = small
+    est = CDFTS(max_iter=2, client=client, tile_size=64).fit(X)
+    for twin in (pickle.loads(pickle.dumps(est)), copy.deepcopy(est)):
+        assert twin.client is None and est.client is client
+        assert np.array_equal(twin.transform(X[:20] + 0.01), est.transform(X[:20] + 0.01))
+        assert {k: v for k, v in twin.get_params().items() if k != "client"} == {
+            k: v for k, v in est.get_params().items() if k != "client"
+        }
+    by_address = pickle.loads(pickle.dumps(CDFTS(client="tcp://10.0.0.5:8786")))
+    assert by_address.client == "tcp://10.0.0.5:8786"
+
+
+def test_a_float32_estimator_preserves_float32(client):
+    """Regression: the ``preserves_dtype`` tag said float64 whatever ``dtype`` was, so scikit-learn's
+    dtype check failed for ``CDFTS(dtype="float32")`` (its output is float32)."""
+    from sklearn.utils.estimator_checks import check_transformer_preserve_dtypes
+
+    est = CDFTS(dtype="float32", client=client, max_iter=2)
+    assert est.__sklearn_tags__().transformer_tags.preserves_dtype == ["float32"]
+    assert CDFTS().__sklearn_tags__().transformer_tags.preserves_dtype == ["float64"]
+    check_transformer_preserve_dtypes("CDFTS", est)
