@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import errno
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,7 @@ def checked_output(output) -> str | None:
     clash with the input and the store is :func:`cdfts_dask.paths.check_run_paths`'s to refuse."""
     if output is None:
         return None
-    output = absolute(output)
+    output = absolute(output, "output")
     output_format(output)
     check_writable(output)
     return output
@@ -51,6 +52,13 @@ def write_table(
     """Write X (and an untouched label column, appended last) to ``path`` atomically."""
     path = Path(path)
     fmt = output_format(path)
+    if labels is not None and fmt != ".csv":
+        warnings.warn(
+            f"output: a {fmt} output holds the transformed points only; the label column is not written "
+            f"to {str(path)!r} (a .csv output keeps it as its last column)",
+            UserWarning,
+            stacklevel=2,
+        )
     if fmt == ".zarr":
         write_output_zarr(path, X)
         return
@@ -88,8 +96,13 @@ def _write_error(exc: OSError, directory: Path) -> str:
     return reason
 
 
-def label_name(label, header) -> str:
-    """Header of the passed-through label column: the ``--label`` name if it named a column, else "label"."""
-    if header is not None and isinstance(label, str) and not label.lstrip("-").isdigit():
-        return label
-    return "label"
+def label_name(input_path, label) -> str:
+    """Header of the passed-through label column: its name in the input CSV's header row, whether
+    ``--label`` gave the name or the index; "label" when the input has no header row."""
+    from .csv_input import csv_layout
+    from .inputs import _is_csv
+
+    if label is None or not _is_csv(Path(input_path)):
+        return "label"
+    layout = csv_layout(input_path, label, "input")  # the first row only
+    return "label" if layout.header is None or layout.label is None else layout.header[layout.label]

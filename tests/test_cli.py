@@ -44,6 +44,27 @@ def test_help_documents_subcommands_and_options():
         assert option in sub.stdout
 
 
+def test_a_label_column_keeps_its_header_name_and_a_points_only_output_says_it_drops_it(tmp_path, capsys):
+    """Regressions: ``--label 0`` on the header ``x0,x1,label`` wrote the passed-through column ``x0``
+    as ``label``, beside the feature already called ``label``; a ``.npy`` / ``.zarr`` output dropped the
+    labels without a word."""
+    from cdfts_dask.cli import main
+
+    src = tmp_path / "in.csv"
+    src.write_text("x0,x1,label\n" + "".join(f"{i % 3},{i * 0.1},{i % 2}\n" for i in range(12)))
+    out = tmp_path / "out.csv"
+    assert main(["transform", str(src), str(out), "--label", "0", "--quiet"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "x1,label,x0" and [line.split(",")[-1] for line in lines[1:]] == [
+        str(i % 3) for i in range(12)
+    ]
+    for suffix in (".npy", ".zarr"):
+        target = tmp_path / f"out{suffix}"
+        assert main(["transform", str(src), str(target), "--label", "label", "--quiet"]) == 0
+        message = f"cdfts: warning: output: a {suffix} output holds the transformed points only"
+        assert message in capsys.readouterr().err
+
+
 def test_transform_csv_passes_label_through(tmp_path):
     out = tmp_path / "out.csv"
     res = cdfts("transform", DATA / "3L.csv", out, "--label", "label", "--delta", "0.01")

@@ -281,7 +281,8 @@ def test_cli_disk_full_one_line_no_output(tmp_path, monkeypatch, capsys, suffix)
     monkeypatch.setattr(outputs.np, "save", full)
     monkeypatch.setattr(outputs.csv, "writer", full)
     out = tmp_path / f"out{suffix}"
-    code = cli_main(["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"])
+    # --no-label: a .npy / .zarr output holds no labels, and --label would add a warning line saying so
+    code = cli_main(["transform", str(SYN), str(out), "--no-label", "--max-iter", "1", "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "No space left on device" in err[0], err
     assert not out.exists() and leftovers(tmp_path) == []
@@ -307,7 +308,7 @@ def tiny_tmpfs(tmp_path):
 @pytest.mark.parametrize("suffix", [".csv", ".npy"])
 def test_real_full_disk_cli(tiny_tmpfs, suffix):
     out = tiny_tmpfs / f"out{suffix}"  # 1500 x 2 doubles (24 KB as .npy, ~60 KB as CSV) > 16 KiB
-    res = run_cli("transform", SYN, out, "--label", "label", "--max-iter", "1", "--quiet")
+    res = run_cli("transform", SYN, out, "--no-label", "--max-iter", "1", "--quiet")  # (as above)
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert "no space left on device" in lines[0].lower() and str(out) in lines[0]

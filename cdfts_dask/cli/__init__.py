@@ -120,5 +120,8 @@ def add_cluster_arguments(p) -> None:
         "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
     )
     cluster.add_argument(
-        "--workers", type=int, default=None, help="number of local worker processes of the embedded cluster"
+        "--workers",
+        type=int,
+        default=None,
+        help="number of local worker processes of the embedded cluster (default: the cores, at most 4)",
     )

@@ -79,7 +79,7 @@ def _run(args) -> int:
             with dask_client(args.scheduler, args.workers, gpu=args.gpu) as c:
                 Y = c.compute(model.transform_dask(fitted, source, "input", backend)).result()
     if not by_worker:
-        write_table(args.output, Y, labels, header, label_name(args.label, header))
+        write_table(args.output, Y, labels, header, label_name(args.input, args.label))
     logger.info(
         "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,
         fitted.n_references, time.perf_counter() - tic, Y.shape[0], Y.shape[1], args.output,

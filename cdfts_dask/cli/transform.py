@@ -164,7 +164,7 @@ def _run(args) -> int:
         )
     if _worker_output(args, labels) is None:
         Y = Y.compute() if hasattr(Y, "compute") else Y  # a dask array in (large CSV) gives one back
-        write_table(args.output, Y, labels, header, label_name(args.label, header))
+        write_table(args.output, Y, labels, header, label_name(args.input, args.label))
     seconds = time.perf_counter() - tic
     logger.info("wrote %d x %d to %s in %.2f s", Y.shape[0], Y.shape[1], args.output, seconds)
     return 0
