@@ -4,7 +4,7 @@ Run from the repository root:  python examples/larger_than_memory.py [WORKDIR]
 
 Each step touches one chunk of rows at a time: the Zarr input is written chunk
 by chunk, the sampled fit reads only the drawn rows, and the transform maps
-every row chunk on a worker with the fitted model (T x s x d values) shared
+every row chunk on a worker with the fitted model ((T + 1) x s x d values) shared
 once.  Replace the LocalCluster with ``Client("tcp://scheduler:8786")`` and
 the paths with a filesystem the workers share to run the same on a cluster.
 """
