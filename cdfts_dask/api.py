@@ -210,7 +210,7 @@ def _checked_names(names, d: int) -> list[str]:
     listed = None if isinstance(names, str) or not hasattr(names, "__iter__") else list(names)
     if listed is None or len(listed) != d or not all(isinstance(c, str) for c in listed):
         raise ValueError(f"feature_names must be {d} strings (one per column of X), got {names!r}")
-    return [str(c) for c in listed]
+    return listed
 
 
 def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):

@@ -179,8 +179,10 @@ def _read_error(name: str, path: Path, exc: Exception) -> ValueError:
 _READ_ERRORS = (OSError, UnicodeDecodeError, ValueError)
 
 
-def csv_layout(path, label_column=None, name: str = "input") -> CsvLayout:
-    """Decide the layout of a CSV file from its first non-blank row (see the module docstring)."""
+def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) -> CsvLayout:
+    """Decide the layout of a CSV file from its first non-blank row (see the module docstring); with
+    ``warn``, say when that row looks like pandas' default index or column numbers (once per read:
+    a second look at the same file's layout passes ``warn=False``)."""
     import pandas as pd
 
     path = Path(path)
@@ -202,7 +204,8 @@ def csv_layout(path, label_column=None, name: str = "input") -> CsvLayout:
     header = names if named_label or is_header_row(cells, label) else None
     if header is not None and label is not None and not named_label:
         label_index(label_column, header, len(cells), name)  # an index that is also another column's name
-    _warn_doubtful_first_row(names, header, label, path, name)
+    if warn:
+        _warn_doubtful_first_row(names, header, label, path, name)
     return CsvLayout(len(cells), header, label)
 
 

@@ -104,5 +104,5 @@ def label_name(input_path, label) -> str:
 
     if label is None or not _is_csv(Path(input_path)):
         return "label"
-    layout = csv_layout(input_path, label, "input")  # the first row only
+    layout = csv_layout(input_path, label, "input", warn=False)  # its first row; warned about at the read
     return "label" if layout.header is None or layout.label is None else layout.header[layout.label]

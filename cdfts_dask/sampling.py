@@ -69,9 +69,9 @@ def draw_references(X, n: int, s: int, random_state, name: str = "X") -> tuple[n
     return idx, check_points(rows, f"{name} (sampled references)")
 
 
-def warn_constant_columns(F: np.ndarray, X=None) -> list[int]:
+def warn_constant_columns(F: np.ndarray, X=None) -> None:
     """Warn about the columns that are constant in the drawn rows F but may vary in the input X (X in
-    memory: those that do vary; X None, out of core: every column constant in F).  Returns them.
+    memory: those that do vary; X None, out of core: every column constant in F).
 
     The fit normalises with F's range and a constant column's span is taken as 1
     (:func:`cdfts_dask.normalise.column_span`), so a row of X with another value
@@ -91,4 +91,3 @@ def warn_constant_columns(F: np.ndarray, X=None) -> list[int]:
             UserWarning,
             stacklevel=4,
         )
-    return columns.tolist()

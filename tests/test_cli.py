@@ -58,6 +58,11 @@ def test_a_label_column_keeps_its_header_name_and_a_points_only_output_says_it_d
     assert lines[0] == "x1,label,x0" and [line.split(",")[-1] for line in lines[1:]] == [
         str(i % 3) for i in range(12)
     ]
+    indexed = tmp_path / "indexed.csv"  # pandas' default index column: warned about once, not per look
+    indexed.write_text(",a,cls\n0,1.5,x\n1,2.5,y\n2,4.0,x\n")
+    assert main(["transform", str(indexed), str(out), "--label", "cls", "--quiet"]) == 0
+    assert capsys.readouterr().err.count("has no name in the header") == 1
+    assert out.read_text().splitlines()[0] == ",a,cls"
     for suffix in (".npy", ".zarr"):
         target = tmp_path / f"out{suffix}"
         assert main(["transform", str(src), str(target), "--label", "label", "--quiet"]) == 0
