@@ -127,7 +127,7 @@ def cdf_ts(
             if output is not None and not to_zarr:  # a .npy / .csv: computed once, written, returned
                 dask_in = fit.lazy is not None and fit.lazy.is_dask
                 host = out.compute() if dask_in else out
-                write_table(output, host)
+                write_table(output, host, header=fit.feature_names)
                 out = fit.lazy.like_input(host) if dask_in else host
             result.X = out
         return (out, result) if return_info else out
@@ -139,7 +139,7 @@ def checked_run_paths(X, checkpoint, output=None) -> tuple[str | None, str | Non
     any work (:func:`paths.check_run_paths`: none may be, or lie inside, another)."""
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint, "checkpoint")
     output = checked_output(output)
-    paths.check_run_paths(input=X if is_path(X) else None, output=output, checkpoint=checkpoint)
+    paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint)
     return checkpoint, output
 
 
@@ -213,8 +213,9 @@ def _checked_names(names, d: int) -> list[str]:
     return listed
 
 
-def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
-    """CDF-TS on all n points: ``(result, RunResult)`` (NumPy; Zarr with ``output``; dask for dask in)."""
+def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict | None = None):
+    """CDF-TS on all n points: ``(result, RunResult)`` (NumPy; Zarr with ``output``; dask for dask in);
+    ``sample`` describes the draw when these points are a sampled fit's (see :func:`runner.run`)."""
     p = fit.params.for_points(fit.n, fit.client)
     args = dict(
         shape=(fit.n, fit.d),
@@ -230,13 +231,15 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
         dtype=p.dtype,
         keep_model=keep_model,
         feature_names=fit.feature_names,
+        sample=sample,
     )
     where = f"CDF-TS of n = {fit.n} points, d = {fit.d} (lambda = {p.lam}, {p.estimator} estimator)"
     if p.method == "dense":
         logger.info("%s: dense NumPy oracle in this process", where)
         points = fit.lazy.load() if fit.points is None else fit.points
         dense = runner.DenseMethod()
-        return _finish(dense, runner.run(dense, points, **args), output, fit.lazy, False)
+        return _finish(dense, runner.run(dense, points, **args), output, fit.lazy, False,
+                       header=fit.feature_names)
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
 
@@ -250,7 +253,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False):
             # workers read lazy input
             handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
             result = runner.run(tiled, handle, **args)
-            return _finish(tiled, result, output, fit.lazy, outlives_the_run(c), p.dtype)
+            return _finish(tiled, result, output, fit.lazy, outlives_the_run(c), p.dtype, fit.feature_names)
         except (FutureCancelledError, KilledWorker) as exc:
             raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
 
@@ -277,7 +280,10 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
     logger.info("sampled fit: %d of %d points drawn as references", s, fit.n)
     k_s = sampling.sampled_k(fit.params.k, s, fit.n)
     on_sample = replace(fit, points=F, lazy=None, n=s, params=replace(fit.params, k=k_s), n_references=None)
-    out, result = fit_exact(on_sample, keep_model=True)
+    seed = fit.random_state if sampling.is_integer(fit.random_state) else None  # a Generator: not kept
+    draw = {"n_references": s, "rows": fit.n, "random_state": None if seed is None else int(seed),
+            "k": fit.params.k}  # fmt: skip
+    out, result = fit_exact(on_sample, keep_model=True, sample=draw)
     result.X, result.sample_indices = out, idx
     return result
 
@@ -288,7 +294,8 @@ def transform_input(model_, fit: FitSpec, output=None):
     backend = fit.params.backend  # the fit's device replays it
     if output is not None:
         source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers, backend)
+        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers, backend,
+                                       fit.security)  # fmt: skip
     if fit.lazy is not None and fit.lazy.is_dask:
         return model.transform_dask(model_, fit.lazy.array, backend=backend)
     if fit.lazy is None and fit.client is None:
@@ -320,11 +327,13 @@ def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None)
         logger.info("compiling the numba kernels for d = %d, %s: about 3 s, once (cached on disk)", d, dtype)
 
 
-def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dtype: str = "float64"):
+def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dtype: str = "float64",
+            header: list[str] | None = None):  # fmt: skip
     """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
     opened read-only; for a dask array in, a dask array of ``dtype`` (the run's, backed by the result on
     the workers when the cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv``
-    ``output`` atomically by :func:`outputs.write_table` (the command line's writer).
+    ``output`` atomically by :func:`outputs.write_table` (the command line's writer; a CSV's columns
+    are named ``header``, the input's column names, when known).
     Returns ``(result, RunResult)``."""
     if output is not None and output_format(output) == ".zarr":
         import zarr
@@ -335,14 +344,14 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dt
     elif lazy is not None and lazy.is_dask:
         if output is not None:  # a .npy / .csv output: fetched once, written here, returned like the input
             host = _on_host(method, result)
-            write_table(output, host)
+            write_table(output, host, header=header)
             out = lazy.like_input(host)
         else:
             out = lazy.like_input(result.X if on_cluster else _on_host(method, result), dtype)
     else:
         out = _on_host(method, result)
         if output is not None:
-            write_table(output, out)
+            write_table(output, out, header=header)
     result.X = out
     return out, result
 

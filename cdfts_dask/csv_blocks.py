@@ -27,6 +27,7 @@ for ``dask.dataframe.read_csv``: a quoted field must not contain a line break.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import uuid
@@ -36,7 +37,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .csv_input import CsvLayout, LineScan, csv_error, ragged_error, scan_lines, strip_bom
+from .csv_input import (
+    CsvLayout,
+    LineScan,
+    csv_error,
+    has_leading_plus,
+    lone_cr_error,
+    ragged_error,
+    scan_lines,
+    strip_bom,
+)
 from .paths import absolute
 
 #: CSV files at least this large are parsed block-wise by the workers
@@ -83,9 +93,13 @@ def _scan(block: bytes, first: bool, ncols: int) -> LineScan:
 
 
 def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -> None:
-    """The eager reader's error for the first line (of the file) whose field count is not ``ncols``."""
+    """The eager reader's error for the first line (of the file) whose field count is not ``ncols``, or
+    that is a blank line ended by a lone ``\\r`` in a file with ``\\n`` line breaks."""
     line0 = 0
     for scan in scans:
+        blank = scan.lone_cr_blank
+        if blank is not None and (scan.ragged is None or blank <= scan.ragged[0]):
+            raise lone_cr_error(name, path, line0 + blank + 1)
         if scan.ragged is not None:
             line, fields = scan.ragged
             raise ragged_error(name, path, line0 + line + 1, fields, ncols)
@@ -96,9 +110,11 @@ def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, rows: int, n
     """The float64 feature columns of one block (on a worker), or the eager reader's error for the file."""
     import pandas as pd
 
-    kwargs = layout.read_kwargs()
+    kwargs = layout.read_kwargs(text_features=has_leading_plus(block))
     if not first:
         kwargs["header"] = None  # the header line is in the first block only
+        if block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as when read whole
+            raise csv_error(Path(path), layout, name)
     try:
         X = layout.split(pd.read_csv(io.BytesIO(block), **kwargs))[0]
         bad = bool(np.isnan(X).any())

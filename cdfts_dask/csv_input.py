@@ -10,6 +10,12 @@ The layout of a file is decided once, from its first non-blank row
   that is neither a number nor a missing value (:func:`is_header_row`).  A
   row of numbers and empty / NA cells is therefore data, and its empty
   cell is reported as for any other row, never dropped as a "header";
+* line breaks are pandas' (``\n``, ``\r\n``, a lone ``\r``), with one exception: its C
+  tokenizer misreads the line after a blank line that ends in a lone ``\r`` (a leading
+  empty field is dropped and the row shifted left, or the line vanishes).  A file whose
+  line breaks are all lone ``\r`` (classic Mac OS) is therefore parsed with
+  ``lineterminator="\r"`` (:attr:`CsvLayout.lineterminator`), and in a file that also has
+  ``\n`` such a blank line is refused, naming it (:func:`check_fields`, :func:`scan_lines`);
 * every non-blank line has as many fields as the first row, checked before
   parsing (:func:`check_fields`, :func:`scan_lines`): a line with more or
   fewer is an error naming it (pandas would make extra leading fields an
@@ -96,37 +102,76 @@ class CsvLayout:
     ncols: int
     header: list[str] | None
     label: int | None
+    #: ``"\r"`` for a file whose line breaks are all lone carriage returns, else None (pandas' own rule)
+    lineterminator: str | None = None
 
     @property
     def features(self) -> list[int]:
         return [j for j in range(self.ncols) if j != self.label]
 
-    def read_kwargs(self) -> dict:
-        """Keyword arguments for ``pandas.read_csv`` / ``dask.dataframe.read_csv`` of this file."""
+    def read_kwargs(self, text_features: bool = False) -> dict:
+        """Keyword arguments for ``pandas.read_csv`` / ``dask.dataframe.read_csv`` of this file; with
+        ``text_features`` the feature columns are read as text, for :meth:`split` to convert
+        (:func:`has_leading_plus`)."""
         import pandas as pd
 
+        feature_dtype = str if text_features else np.float64
         kwargs = dict(
             header=0 if self.header is not None else None,
             names=list(range(self.ncols)),
             index_col=False,  # extra fields never become an index (they are refused first: check_fields)
-            dtype={j: (str if j == self.label else np.float64) for j in range(self.ncols)},
+            dtype={j: (str if j == self.label else feature_dtype) for j in range(self.ncols)},
             na_filter=False,
             encoding="utf-8-sig",
             skip_blank_lines=True,
             engine="c",
         )
+        if self.lineterminator is not None:
+            kwargs["lineterminator"] = self.lineterminator
         if int(pd.__version__.split(".")[0]) < 3:  # pandas 3 parses floats round-trip by default
             kwargs["float_precision"] = "round_trip"
         return kwargs
 
     def split(self, frame) -> tuple[np.ndarray, np.ndarray | None]:
-        """(points as float64, labels as text or None) of a frame parsed with :meth:`read_kwargs`."""
-        X = np.ascontiguousarray(frame[self.features].to_numpy(dtype=np.float64))
+        """(points as float64, labels as text or None) of a frame parsed with :meth:`read_kwargs`; feature
+        columns read as text are converted by :func:`exact_floats`."""
+        features = frame[self.features]
+        if all(dtype.kind == "f" for dtype in features.dtypes):
+            X = np.ascontiguousarray(features.to_numpy(dtype=np.float64))
+        else:
+            X = exact_floats(features.to_numpy(dtype=object))
         labels = None if self.label is None else frame[self.label].to_numpy(dtype=object)
         return X, labels
 
     def feature_header(self) -> list[str] | None:
         return None if self.header is None else [h for j, h in enumerate(self.header) if j != self.label]
+
+
+#: a sign ``+`` that starts a field (after a line break, a comma, a space or a quote; not an exponent's)
+_LEADING_PLUS = re.compile(rb'(?:\A|[,\s"])\+')
+#: a decimal number as text (ASCII digits only; ``inf`` / ``nan`` too, to fail later as in any file)
+_DECIMAL = r"(?i)[ \t]*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)[ \t]*"
+
+
+def has_leading_plus(text: bytes) -> bool:
+    """Whether CSV text holds a field that starts with ``+``.  pandas' C parser rounds a number written
+    with a ``+`` sign and a space or tab in its cell (``+0.9504636963259353 ``, `` +1.5``) to a
+    neighbouring float in about one cell of ten (pandas 3.1), so the features of such text are read as
+    text and converted by :func:`exact_floats`."""
+    return b"+" in text and _LEADING_PLUS.search(text) is not None
+
+
+def exact_floats(cells: np.ndarray) -> np.ndarray:
+    """float64 of an array of text cells, each the float nearest to its decimal (Python's ``float``);
+    a cell that is not a decimal number (empty, ``NA``, other text) becomes NaN, which the reader
+    reports as a bad cell."""
+    import pandas as pd
+
+    flat = pd.Series(cells.ravel(), dtype=object)
+    number = flat.str.fullmatch(_DECIMAL).fillna(False).to_numpy(dtype=bool)
+    out = np.full(flat.shape, np.nan)
+    out[number] = flat.to_numpy()[number].astype(np.float64)  # float() of each: correctly rounded
+    return out.reshape(cells.shape)
 
 
 def label_index(label_column, header: list[str] | None, ncols: int, name: str) -> int:
@@ -187,9 +232,11 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
 
     path = Path(path)
     try:
+        lineterminator = "\r" if _line_breaks_are_lone_cr(path) else None
         first = pd.read_csv(
-            path, header=None, nrows=1, dtype=str, na_filter=False, encoding="utf-8-sig", engine="c"
-        )
+            path, header=None, nrows=1, dtype=str, na_filter=False, encoding="utf-8-sig", engine="c",
+            **({} if lineterminator is None else {"lineterminator": lineterminator}),
+        )  # fmt: skip
     except _READ_ERRORS as exc:
         raise _read_error(name, path, exc) from None
     cells = ["" if c is None else str(c) for c in first.iloc[0].tolist()] if len(first) else []
@@ -206,7 +253,19 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
         label_index(label_column, header, len(cells), name)  # an index that is also another column's name
     if warn:
         _warn_doubtful_first_row(names, header, label, path, name)
-    return CsvLayout(len(cells), header, label)
+    return CsvLayout(len(cells), header, label, lineterminator)
+
+
+def _line_breaks_are_lone_cr(path: Path) -> bool:
+    """Whether a file holds a ``\\r`` and no ``\\n`` (read up to its first ``\\n``: one read of a file
+    that has none)."""
+    saw_cr = False
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if b"\n" in chunk:
+                return False
+            saw_cr = saw_cr or b"\r" in chunk
+    return saw_cr
 
 
 def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: int | None, path, name: str):
@@ -239,6 +298,8 @@ class LineScan(NamedTuple):
     rows: int  #: non-blank lines (pandas skips blank ones)
     #: (0-based line, field count) of the first non-blank line of another width than the first row
     ragged: tuple[int, int] | None
+    #: 0-based line of the first blank line ended by a lone ``\\r`` in text that also holds ``\\n``
+    lone_cr_blank: int | None = None
 
 
 def strip_bom(text: bytes) -> bytes:
@@ -314,7 +375,31 @@ def scan_lines(text: bytes, ncols: int) -> LineScan:
         ragged = _ragged_quoted(io.StringIO(text.decode("utf-8", "replace"), newline=""), ncols)
     else:
         ragged = _ragged_plain(lines, ncols)
-    return LineScan(len(lines), rows, ragged)
+    return LineScan(len(lines), rows, ragged, lone_cr_blank_line(plain))
+
+
+#: a blank line (spaces and tabs only) that ends in a lone carriage return
+_LONE_CR_BLANK = re.compile(rb"(?:\A|[\r\n])[ \t]*\r(?!\n)")
+
+
+def lone_cr_blank_line(text: bytes) -> int | None:
+    """0-based line of the first blank line ended by a lone ``\\r`` in text that also holds ``\\n`` (whose
+    next line pandas' C tokenizer may misread: see the module docstring), else None."""
+    if b"\r" not in text or b"\n" not in text:
+        return None
+    found = _LONE_CR_BLANK.search(text)
+    if found is None:
+        return None
+    return len(text[: found.end()].splitlines()) - 1
+
+
+def lone_cr_error(name: str, path, line: int) -> ValueError:
+    """The error for a blank line (1-based file line) ended by a lone ``\\r`` in a file with ``\\n`` too."""
+    return ValueError(
+        f"{name}: {str(path)!r} line {line} is a blank line ended by a lone carriage return (\\r) in a file "
+        "whose other lines end in \\n; pandas misreads the line after it: give the file one kind of line "
+        "break (\\n or \\r\\n) or delete the blank line"
+    )
 
 
 def _pieces(path: Path, size: int = 1 << 24) -> Iterator[bytes]:
@@ -353,13 +438,28 @@ def ragged_line(path, ncols: int) -> tuple[int, int] | None:
 
 
 def check_fields(path, layout: CsvLayout, name: str) -> None:
-    """Refuse a file with a non-blank line of more or fewer fields than its first row (naming the line)."""
+    """Refuse a file with a non-blank line of more or fewer fields than its first row, or a blank line
+    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line)."""
     try:
         found = ragged_line(path, layout.ncols)
+        blank = _lone_cr_blank_in_file(path)
     except OSError as exc:
         raise _read_error(name, Path(path), exc) from None
+    if blank is not None and (found is None or blank <= found[0]):
+        raise lone_cr_error(name, path, blank)
     if found is not None:
         raise ragged_error(name, path, found[0], found[1], layout.ncols)
+
+
+def _lone_cr_blank_in_file(path) -> int | None:
+    """1-based file line of :func:`lone_cr_blank_line` over a whole file, read in pieces of whole lines."""
+    line0 = 0
+    for piece in _pieces(Path(path)):
+        found = lone_cr_blank_line(_unquoted(piece))
+        if found is not None:
+            return line0 + found + 1
+        line0 += len(_unquoted(piece).splitlines())
+    return None
 
 
 def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[int, int, str] | None:
@@ -394,7 +494,8 @@ def read_csv_table(path, label_column=None, name: str = "input"):
     layout = csv_layout(path, label_column, name)
     check_fields(path, layout, name)
     try:
-        frame = pd.read_csv(path, **layout.read_kwargs())
+        text_features = any(has_leading_plus(piece) for piece in _pieces(path))
+        frame = pd.read_csv(path, **layout.read_kwargs(text_features))
         X, labels = layout.split(frame)
         failed = bool(np.isnan(X).any())
     except (ValueError, TypeError) as exc:

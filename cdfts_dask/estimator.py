@@ -169,17 +169,17 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if output is not None and output_format(output) == ".zarr":
             source = X if isinstance(X, da.Array) else api.da_from_numpy(X)
             return model.transform_to_zarr(
-                self.model_, source, output, self.client, self.n_workers, self.backend
+                self.model_, source, output, self.client, self.n_workers, self.backend, self.security
             )
         if not isinstance(X, da.Array):
             Y = model.transform_numpy(self.model_, X, backend=self.backend)
             if output is not None:
-                write_table(output, Y)
+                write_table(output, Y, header=self.model_.feature_names)
             return Y
         Y = model.transform_dask(self.model_, X, backend=self.backend)
         if output is not None:  # computed once, written, returned chunked like the lazy result
             host = Y.compute()
-            write_table(output, host)
+            write_table(output, host, header=self.model_.feature_names)
             Y = da.from_array(host, chunks=Y.chunks)
         return Y
 

@@ -422,24 +422,25 @@ def check_feature_names(model: CDFTSModel, names, name: str) -> None:
 
 
 def transform_to_zarr(
-    model: CDFTSModel, Y, output, client=None, n_workers: int | None = None, backend: str = "cpu"
-):
+    model: CDFTSModel, Y, output, client=None, n_workers: int | None = None, backend: str = "cpu",
+    security=None,
+):  # fmt: skip
     """Transform Y (dask array, Zarr array or path) into a new Zarr array at ``output``, chunk by chunk.
 
     Runs on ``client`` (or an embedded cluster: one ``dask_cuda`` worker per GPU for
-    ``backend="cuda"``); the result is written under a temporary sibling name and
-    renamed into place once complete, so a failed run never leaves a half-written
-    output.  Returns the output opened read-only.
+    ``backend="cuda"``), connected with ``security`` (as by
+    :func:`~cdfts_dask.dask_client.dask_client`); the result is written under a
+    temporary sibling name and renamed into place once complete, so a failed run
+    never leaves a half-written output.  Returns the output opened read-only.
     """
     import zarr
 
     from .dask_client import dask_client
-    from .inputs import is_path
-    from .paths import check_run_paths
+    from .paths import check_run_paths, input_files
 
-    check_run_paths(input=Y if is_path(Y) else None, output=output)  # never the input, nor a user's folder
+    check_run_paths(input_files(Y), output=output)  # never the input (nor its store), nor a user's folder
     lazy = transform_dask(model, as_dask(Y), backend=backend)
-    with dask_client(client, n_workers, gpu=backend == "cuda") as c:
+    with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
         store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
     return zarr.open_array(str(output), mode="r")
 

@@ -3,7 +3,8 @@
 * :func:`absolute` makes a user path absolute *here*, so that workers (whose
   working directory may differ) write where the user meant.
 * :func:`check_run_paths` refuses, before any data is read, an output that is
-  the input or the checkpoint store, a checkpoint store that is the input,
+  the input or the checkpoint store, a checkpoint store that is the input
+  (a path, or the files an array input reads: :func:`input_files`),
   any of them nested in another (compared as resolved real paths, so a
   symlink or ``..`` does not hide a clash), a checkpoint path that is a file
   or a folder holding something other than a run, and an output that is a
@@ -175,11 +176,63 @@ def check_output_path(output) -> None:
         )
 
 
-def check_run_paths(input=None, output=None, checkpoint=None) -> None:
-    """All the path checks of a run, before any data is read (None = not given / not a path)."""
+def input_files(X) -> list[str]:
+    """The local files and folders that the input X is read from: X itself when it is a path; for an
+    array, the folder of a Zarr array on a local store, the file of a ``numpy.memmap`` (or of the memmap
+    a NumPy array views), and every one of those that a dask array's graph holds (``da.from_zarr``,
+    ``da.from_array`` of a memmap).  Arrays in memory or on remote stores read no local file: ``[]``."""
+    if isinstance(X, (str, os.PathLike)):
+        return [os.fspath(X)]
+    found: dict[str, None] = {}  # ordered, without repeats
+    seen: set[int] = set()
+    pending = [X.__dask_graph__().values() if hasattr(X, "__dask_graph__") else [X]]
+    while pending:
+        for value in pending.pop():
+            if id(value) in seen or isinstance(value, (str, bytes, int, float, slice)) or value is None:
+                continue
+            seen.add(id(value))
+            path = _file_behind(value)
+            if path is not None:
+                found[path] = None
+            elif isinstance(value, (tuple, list, set, frozenset)):
+                pending.append(value)
+            elif isinstance(value, dict):
+                pending.append(value.values())
+            elif type(value).__module__.startswith("dask."):  # a task of the graph: look at what it holds
+                parts = [getattr(value, name, None) for name in ("value", "args", "kwargs")]
+                pending.append([part for part in parts if part is not None])
+    return list(found)
+
+
+def _file_behind(array) -> str | None:
+    """The local file or folder an array object reads (see :func:`input_files`), else None."""
+    import numpy as np
+
+    while isinstance(array, np.ndarray) and not isinstance(array, np.memmap) and array.base is not None:
+        array = array.base  # a view of a memmap (np.asarray, a slice) reads its file too
+    if isinstance(array, np.memmap):
+        return None if array.filename is None else os.fspath(array.filename)
+    if not type(array).__module__.startswith("zarr") or not hasattr(array, "store"):
+        return None
+    store = array.store
+    root = getattr(store, "root", None)  # zarr's LocalStore
+    if root is None:  # an FsspecStore (``da.from_zarr(path)`` opens one) on the local file system
+        fs = getattr(store, "fs", None)
+        protocol = getattr(getattr(fs, "sync_fs", fs), "protocol", None)
+        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+        root = store.path if ("file" in protocols or "local" in protocols) else None
+    if root is None:
+        return None
+    inner = getattr(array, "path", "") or ""  # the array's place in its store ("" at the root)
+    return os.path.join(os.fspath(root), inner) if inner else os.fspath(root)
+
+
+def check_run_paths(inputs=(), output=None, checkpoint=None) -> None:
+    """All the path checks of a run, before any data is read: ``inputs`` the files the input is read
+    from (:func:`input_files`), ``output`` and ``checkpoint`` paths or None (not given)."""
     # in this order, so that a message asks for another path of the later role: an output is never the
     # input nor the store (the checkpoint, or the model ``cdfts apply`` reads), a store never the input
-    roles = (("input", input), ("checkpoint", checkpoint), ("output", output))
+    roles = [("input", path) for path in inputs] + [("checkpoint", checkpoint), ("output", output)]
     named = [(role, path) for role, path in roles if path is not None]
     for i, (role_a, a) in enumerate(named):
         for role_b, b in named[i + 1 :]:

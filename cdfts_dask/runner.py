@@ -252,6 +252,7 @@ def run(
     progress_bar: bool = False,
     keep_model: bool = False,
     feature_names: list[str] | None = None,
+    sample: dict | None = None,
 ) -> RunResult:
     """Iterate until ``Delta <= delta`` or iteration ``max_iter``; checkpoint and resume when asked.
 
@@ -264,6 +265,9 @@ def run(
     ``keep_model``: also return the run as a :class:`~cdfts_dask.model.CDFTSModel`
     in ``result.model`` (read back from the checkpoint when there is one, else
     each iteration's references and statistics are fetched as it finishes).
+    ``sample``: for the fit of a sampled run (X its drawn rows), how they were drawn (``n_references``,
+    ``rows``, ``random_state``, the ``k`` given for all rows), kept in the store so that a resume with
+    another draw is refused naming the difference.
     """
     n = shape[0]
     params = {
@@ -274,6 +278,7 @@ def run(
         "delta": delta,
         "max_iter": max_iter,
         "feature_names": feature_names,  # the input's column names, or None; not a trajectory parameter
+        "sample": sample,  # how a sampled fit drew its rows, or None (an exact fit)
     }
     fp = method.fingerprint(X) if checkpoint is not None else None
     result = RunResult(None)

@@ -77,6 +77,27 @@ class StoreMismatch(ValueError):
     """A checkpoint store was made for other parameters or other input, or is not a store of this format."""
 
 
+def _check_same_draw(path, stored: dict | None, this: dict | None) -> None:
+    """Refuse a resume whose sampled draw is not the store's (or a sampled resume of an exact fit, or the
+    reverse), naming the difference; the fingerprint of the drawn rows would only say "other data"."""
+    if not stored and not this:
+        return
+    if not stored or not this:
+        made, runs = ("an exact fit", "a sampled one") if this else ("a sampled fit", "an exact one")
+        raise StoreMismatch(f"checkpoint {path!r} was made by {made}, this run is {runs} (n_references)")
+    for key in ("rows", "n_references", "random_state"):
+        if stored.get(key) != this.get(key):
+            raise StoreMismatch(
+                f"checkpoint {path!r} was made by a sampled fit with {key}={stored.get(key)!r}, this run has "
+                f"{key}={this.get(key)!r}"
+            )
+    if this.get("random_state") is None:
+        raise StoreMismatch(
+            f"checkpoint {path!r} was made by a sampled fit without an integer random_state, so no later run "
+            "draws the same rows: pass an integer random_state to fit a store that can be resumed"
+        )
+
+
 class StoreDamaged(ValueError):
     """A checkpoint store whose data fail verification and cannot be resumed."""
 
@@ -192,15 +213,29 @@ class Checkpoint:
                 f"(format={attrs.get('format')!r}, format_version={attrs.get('format_version')!r}); "
                 "stores of earlier versions carry no checksums and cannot be verified: start a new one"
             )
+        stored = attrs.get("params", {})
+        if "sample" in stored:  # stores written before the draw was kept: the fingerprint decides
+            _check_same_draw(path, stored["sample"], params.get("sample"))
         if attrs.get("fingerprint") != fp:
             raise StoreMismatch(f"checkpoint {path!r} was made from other input data (fingerprint differs)")
-        stored = attrs.get("params", {})
         for key in TRAJECTORY_PARAMS:
             if stored.get(key) != params.get(key):
+                of_sample = (
+                    f" (the k of a sampled fit's {params['sample']['n_references']} references, from k="
+                    f"{params['sample']['k']!r} given for {params['sample']['rows']} rows)"
+                    if key == "k" and params.get("sample")
+                    else ""
+                )
                 raise StoreMismatch(
                     f"checkpoint {path!r} was made with {key}={stored.get(key)!r}, "
-                    f"this run has {key}={params.get(key)!r}"
+                    f"this run has {key}={params.get(key)!r}{of_sample}"
                 )
+        names, stored_names = params.get("feature_names"), stored.get("feature_names")
+        if names is not None and stored_names is not None and list(names) != list(stored_names):
+            raise StoreMismatch(
+                f"checkpoint {path!r} was fitted on the columns {list(stored_names)}, this run's X has the "
+                f"columns {list(names)}; resume with the fit's column names (or start a new store)"
+            )
         done = attrs.get("completed")
         if isinstance(done, bool) or not isinstance(done, int):
             raise StoreDamaged(
@@ -302,7 +337,12 @@ class Checkpoint:
 
     def reopen(self, params: dict) -> None:
         """A resumed run: ``running`` again, with this run's parameters (``delta``, ``max_iter``), until
-        :meth:`finish` (a resume killed before it leaves no store that reads as a finished model)."""
+        :meth:`finish` (a resume killed before it leaves no store that reads as a finished model).  The
+        fit's column names are kept when this run's X has none (a NumPy array, a ``.npy``): the model
+        that ``cdfts apply`` reads still matches a CSV's columns by name."""
+        if params.get("feature_names") is None:
+            stored = dict(self.group.attrs).get("params", {})
+            params = {**params, "feature_names": stored.get("feature_names")}
         self.group.attrs.update({"status": "running", "params": params})
 
     def finish(self, status: str, result_iteration: int) -> None:

@@ -166,3 +166,49 @@ def test_dask_array_of_unknown_chunk_sizes_is_named_before_work(X):
     with pytest.raises(ValueError, match=r"X is a dask array of unknown chunk sizes"):
         est.transform(unknown)
     assert np.array_equal(est.transform(unknown.compute_chunk_sizes()).compute(), est.transform(X))
+
+
+def test_an_array_input_never_has_its_file_or_store_overwritten(tmp_path, X):
+    """Regression: a path input was checked against ``output`` / ``checkpoint``, an array reading the same
+    file was not: ``cdf_ts(da.from_zarr(p), output=p)``, ``CDFTS().fit(X).transform(zarr.open_array(p),
+    output=p)`` and ``cdf_ts(np.load(q, mmap_mode="r"), output=q)`` finished with exit 0 and the input
+    replaced by the output.  Now every array that reads a local file is refused as the path is, before
+    any work."""
+    store, npy = tmp_path / "x.zarr", tmp_path / "x.npy"
+    zarr.create_array(str(store), shape=X.shape, dtype="f8", chunks=(50, 3))[...] = X
+    np.save(npy, X)
+    memmap = np.load(npy, mmap_mode="r")
+    est = CDFTS(lam=0.2, max_iter=1).fit(X)
+    on_store = [da.from_zarr(str(store)), da.from_zarr(str(store), inline_array=True) * 1.0,
+                zarr.open_array(str(store), mode="r")]  # fmt: skip
+    on_npy = [memmap, memmap[3:], np.asarray(memmap)]
+    cases = [(arr, str(store), {}) for arr in on_store] + [(arr, str(npy), {}) for arr in on_npy]
+    cases += [(on_store[0], str(store / "inside.zarr"), {}), (on_store[0], str(store), {"n_references": 60})]
+    for arr, target, kw in cases:
+        with pytest.raises(ValueError, match="(is|is inside) the input .*choose another output path"):
+            cdf_ts(arr, lam=0.2, output=target, **kw)
+        with pytest.raises(ValueError, match="(is|is inside) the input .*choose another output path"):
+            est.transform(arr, output=target)
+    with pytest.raises(ValueError, match="checkpoint .* is the input .*choose another checkpoint path"):
+        CDFTS(lam=0.2, checkpoint=store).fit(on_store[2])
+    assert np.array_equal(zarr.open_array(str(store), mode="r")[...], X) and np.array_equal(np.load(npy), X)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy", "x.zarr"]
+    elsewhere = cdf_ts(on_store[0], lam=0.2, delta=0.01, method="dense", output=tmp_path / "y.npy")
+    assert np.array_equal(np.load(tmp_path / "y.npy"), elsewhere.compute())  # another name: written
+
+
+def test_a_csv_output_keeps_the_inputs_column_names(tmp_path, X):
+    """Regression: ``cdf_ts("in.csv", output="out.csv")`` and ``CDFTS().fit(frame).transform(frame,
+    output="out.csv")`` wrote the header ``x0,x1,x2``, where ``cdfts transform`` keeps the input's."""
+    import pandas as pd
+
+    src = tmp_path / "in.csv"
+    np.savetxt(src, X, delimiter=",", header="height,weight,age", comments="")
+    frame = pd.DataFrame(X, columns=["height", "weight", "age"])
+    cdf_ts(str(src), lam=0.2, max_iter=1, output=tmp_path / "a.csv")
+    cdf_ts(frame, lam=0.2, max_iter=1, n_references=60, random_state=0, output=tmp_path / "b.csv")
+    CDFTS(lam=0.2, max_iter=1).fit(frame).transform(frame, output=tmp_path / "c.csv")
+    for name in ("a", "b", "c"):
+        assert (tmp_path / f"{name}.csv").read_text().splitlines()[0] == "height,weight,age", name
+    cdf_ts(X, lam=0.2, max_iter=1, output=tmp_path / "d.csv")  # no names: generic ones
+    assert (tmp_path / "d.csv").read_text().splitlines()[0] == "x0,x1,x2"

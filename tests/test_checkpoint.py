@@ -337,3 +337,27 @@ def test_a_resume_reads_its_own_store_while_another_runs_result_is_held(tmp_path
     expected = cdf_ts_dense(Xb, lam=0.1, delta=1e-12, max_iter=4).X
     np.testing.assert_allclose(resumed, expected, rtol=0, atol=1e-9)
     np.testing.assert_allclose(load(store).outputs, expected, rtol=0, atol=1e-9)  # what the store holds
+
+
+def test_a_resume_keeps_the_fits_column_names_and_refuses_other_ones(tmp_path, points):
+    """Regression: a resume replaced the stored parameters with its own, column names included, so a
+    resume from a ``.npy`` (no names; even one with nothing left to run) erased a CSV fit's names, and
+    ``cdfts apply`` then read a CSV with the columns swapped by position: every row wrong, exit 0.  Now
+    a resume without names keeps the fit's, and one with other names is refused before any change."""
+    from cdfts_dask.cli import main
+
+    store = tmp_path / "run.zarr"
+    names = ["height", "weight"]
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, feature_names=names)
+    for max_iter in (2, 3):  # nothing to run, then one more iteration
+        cdf_ts(points, lam=0.2, max_iter=max_iter, delta=1e-12, method="dense", checkpoint=store, resume=True)
+        assert load(store).feature_names == names and load(store).n_iter == max_iter
+    with pytest.raises(StoreMismatch, match=r"fitted on the columns \['height', 'weight'\], this run's X has "
+                                            r"the columns \['weight', 'height'\]"):  # fmt: skip
+        cdf_ts(points, lam=0.2, max_iter=4, method="dense", checkpoint=store, resume=True,
+               feature_names=names[::-1])  # fmt: skip
+    assert load(store).feature_names == names and zarr.open_group(str(store)).attrs["status"] == "max_iter"
+    swapped = tmp_path / "swapped.csv"
+    np.savetxt(swapped, points[:5, ::-1], delimiter=",", header="weight,height", comments="")
+    assert main(["apply", str(store), str(swapped), str(tmp_path / "o.csv"), "--quiet"]) == 2
+    assert not (tmp_path / "o.csv").exists()

@@ -167,3 +167,62 @@ def test_cli_transform_with_references(syn, tmp_path, capsys):
                  "--references", "300", "--random-state", "4", "--quiet"]) == 0  # fmt: skip
     expected = cdf_ts(syn, lam=0.1, delta=0.01, n_references=300, random_state=4)
     assert np.array_equal(np.load(out), expected)
+
+
+def test_a_sampled_fit_written_to_zarr_connects_with_the_callers_security(syn, tmp_path, monkeypatch):
+    """Regression: the sampled fit's ``.zarr`` output (and ``CDFTS.transform(output=".zarr")``) opened
+    its cluster without ``security``: a TLS scheduler given by address failed only after the whole fit,
+    and an embedded cluster started without TLS."""
+    from distributed.security import Security
+
+    from cdfts_dask import dask_client as connections
+
+    given, calls = Security(), []
+    real = connections.dask_client
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs.get("security"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(connections, "dask_client", recording)
+    out = cdf_ts(syn, n_references=60, random_state=0, max_iter=2, output=tmp_path / "o.zarr",
+                 security=given, n_workers=1)  # fmt: skip
+    want = cdf_ts(syn, n_references=60, random_state=0, max_iter=2)
+    np.testing.assert_allclose(out[...], want, rtol=0, atol=1e-9)  # n_workers=1: tiled, another sum order
+    est = CDFTS(n_references=60, random_state=0, max_iter=2, security=given).fit(syn)
+    est.transform(syn[:10], output=tmp_path / "p.zarr")
+    assert calls and all(security is given for security in calls), calls
+
+
+def test_a_sampled_resume_names_what_differs_from_the_stored_draw(syn, tmp_path):
+    """Regression: a sampled resume with another random_state or n_references was refused as "made from
+    other input data (fingerprint differs)", and one with another k named the k of the s references
+    (k=4), not the k given.  The store now keeps how its rows were drawn, and the refusal names it."""
+    from cdfts_dask.store import StoreMismatch
+
+    X, store = syn[::2], tmp_path / "run.zarr"
+    kw = dict(lam=0.1, delta=1e-9, n_references=80, random_state=3, checkpoint=store)
+    first = cdf_ts(X, max_iter=2, **kw)
+    refusals = {
+        "random_state=3, this run has random_state=4": dict(kw, random_state=4),
+        "n_references=80, this run has n_references=90": dict(kw, n_references=90),
+        "rows=750, this run has rows=749": dict(kw, X=X[:-1]),
+        "made by a sampled fit, this run is an exact one": dict(kw, n_references=None),
+    }
+    for message, args in refusals.items():
+        with pytest.raises(StoreMismatch, match=message):
+            cdf_ts(args.pop("X", X), max_iter=3, resume=True, **args)
+    knn = dict(kw, estimator="knn", k=100, checkpoint=tmp_path / "knn.zarr")
+    cdf_ts(X, max_iter=1, **knn)
+    k_s, other = sampled_k(100, 80, len(X)), sampled_k(300, 80, len(X))
+    with pytest.raises(StoreMismatch, match=rf"k={k_s}, this run has k={other} \(the k of a sampled fit's 80 "
+                                            r"references, from k=300 given for 750 rows\)"):  # fmt: skip
+        cdf_ts(X, max_iter=2, resume=True, **dict(knn, k=300))
+    again = cdf_ts(X, max_iter=2, resume=True, **kw)  # the same draw: the stored run, nothing refused
+    np.testing.assert_array_equal(again, first)
+    resumed = cdf_ts(X, max_iter=3, resume=True, **kw)
+    np.testing.assert_allclose(resumed, cdf_ts(X, max_iter=3, **dict(kw, checkpoint=None)), rtol=0, atol=1e-9)
+    unseeded = tmp_path / "unseeded.zarr"
+    cdf_ts(X, max_iter=1, **dict(kw, random_state=None, checkpoint=unseeded))
+    with pytest.raises(StoreMismatch, match="without an integer random_state"):
+        cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))

@@ -129,7 +129,7 @@ def run(args) -> int:
 def _run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
-    check_run_paths(input=args.input, output=args.output, checkpoint=args.checkpoint)
+    check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     elif is_large_csv(args.input):

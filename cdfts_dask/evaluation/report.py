@@ -134,7 +134,7 @@ def markdown_table(rows: list[dict], task: str, key: str = "score", with_paper: 
         + " |"
     )
     lines.append(
-        "| #Top 1 | "
+        "| #Top 1 (best of the algorithm's views) | "
         + " | ".join(str(wins[c]) if len([x for x in cols if x[0] == c[0]]) > 1 else "" for c in cols)
         + " |"
     )
