@@ -87,9 +87,9 @@ def _block_tasks(path: str) -> list:
     return [read(path, start, end - start) for start, end in pairwise(offsets)]
 
 
-def _scan(block: bytes, first: bool, ncols: int) -> LineScan:
+def _scan(block: bytes, first: bool, ncols: int, newline_file: bool) -> LineScan:
     """:func:`~cdfts_dask.csv_input.scan_lines` of one block (the first holds the file's BOM, if any)."""
-    return scan_lines(strip_bom(block) if first else block, ncols)
+    return scan_lines(strip_bom(block) if first else block, ncols, newline_file)
 
 
 def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -> None:
@@ -135,7 +135,10 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
 
     path = absolute(path)  # the workers read it: a relative path would be relative to their directory
     blocks = _block_tasks(path)
-    scans = dask.compute(*[dask.delayed(_scan)(b, i == 0, layout.ncols) for i, b in enumerate(blocks)])
+    newline_file = layout.lineterminator is None  # a lone \r ends a blank line only among \n ones
+    scans = dask.compute(
+        *[dask.delayed(_scan)(b, i == 0, layout.ncols, newline_file) for i, b in enumerate(blocks)]
+    )
     _check_fields(scans, path, layout.ncols, name)
     header = int(layout.header is not None)  # the header line is in the first block
     counts = [scan.rows - (header if i == 0 else 0) for i, scan in enumerate(scans)]

@@ -298,7 +298,7 @@ class LineScan(NamedTuple):
     rows: int  #: non-blank lines (pandas skips blank ones)
     #: (0-based line, field count) of the first non-blank line of another width than the first row
     ragged: tuple[int, int] | None
-    #: 0-based line of the first blank line ended by a lone ``\\r`` in text that also holds ``\\n``
+    #: 0-based line of the first blank line ended by a lone ``\\r`` (in a file with ``\\n`` line breaks)
     lone_cr_blank: int | None = None
 
 
@@ -362,12 +362,13 @@ def _ragged_quoted(lines: Iterator[str], ncols: int) -> tuple[int, int] | None:
     return None
 
 
-def scan_lines(text: bytes, ncols: int) -> LineScan:
+def scan_lines(text: bytes, ncols: int, newline_file: bool = True) -> LineScan:
     """Lines, non-blank lines and the first ragged line of CSV text made of whole lines (BOM stripped).
 
     Line breaks are pandas' (``\\n``, ``\\r\\n``, ``\\r``).  Fields are counted by
     commas once the quoted fields are taken out (:func:`_unquoted`), or with
-    the ``csv`` module where a quote is left."""
+    the ``csv`` module where a quote is left.  ``newline_file``: the file has ``\\n`` line breaks
+    (its layout has no ``lineterminator``), so a blank line ended by a lone ``\\r`` is looked for."""
     plain = _unquoted(text)
     lines = plain.splitlines()  # the same lines as text's
     rows = sum(1 for line in lines if not _is_blank(line))
@@ -375,7 +376,7 @@ def scan_lines(text: bytes, ncols: int) -> LineScan:
         ragged = _ragged_quoted(io.StringIO(text.decode("utf-8", "replace"), newline=""), ncols)
     else:
         ragged = _ragged_plain(lines, ncols)
-    return LineScan(len(lines), rows, ragged, lone_cr_blank_line(plain))
+    return LineScan(len(lines), rows, ragged, lone_cr_blank_line(plain) if newline_file else None)
 
 
 #: a blank line (spaces and tabs only) that ends in a lone carriage return
@@ -383,9 +384,9 @@ _LONE_CR_BLANK = re.compile(rb"(?:\A|[\r\n])[ \t]*\r(?!\n)")
 
 
 def lone_cr_blank_line(text: bytes) -> int | None:
-    """0-based line of the first blank line ended by a lone ``\\r`` in text that also holds ``\\n`` (whose
-    next line pandas' C tokenizer may misread: see the module docstring), else None."""
-    if b"\r" not in text or b"\n" not in text:
+    """0-based line of the first blank line ended by a lone ``\\r`` in text of a file with ``\\n`` line
+    breaks (whose next line pandas' C tokenizer may misread: see the module docstring), else None."""
+    if b"\r" not in text:
         return None
     found = _LONE_CR_BLANK.search(text)
     if found is None:
@@ -442,7 +443,7 @@ def check_fields(path, layout: CsvLayout, name: str) -> None:
     ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line)."""
     try:
         found = ragged_line(path, layout.ncols)
-        blank = _lone_cr_blank_in_file(path)
+        blank = _lone_cr_blank_in_file(path) if layout.lineterminator is None else None
     except OSError as exc:
         raise _read_error(name, Path(path), exc) from None
     if blank is not None and (found is None or blank <= found[0]):
@@ -455,10 +456,11 @@ def _lone_cr_blank_in_file(path) -> int | None:
     """1-based file line of :func:`lone_cr_blank_line` over a whole file, read in pieces of whole lines."""
     line0 = 0
     for piece in _pieces(Path(path)):
-        found = lone_cr_blank_line(_unquoted(piece))
+        plain = _unquoted(piece)
+        found = lone_cr_blank_line(plain)
         if found is not None:
             return line0 + found + 1
-        line0 += len(_unquoted(piece).splitlines())
+        line0 += len(plain.splitlines())
     return None
 
 

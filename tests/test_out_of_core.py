@@ -392,8 +392,9 @@ def test_lone_carriage_return_line_breaks_read_as_newlines(tmp_path, monkeypatch
     for text, column in (("a,b\r1,2\r\r,5\r3,4\r", 1), ("a,b\r1,2\r\r,\r3,4\r", 1), ("a,b\r1,2\r\r3,\r", 2)):
         with pytest.raises(ValueError, match=rf"missing value \(empty cell\) at row 2, column {column} of"):
             read(text)
-    with pytest.raises(ValueError, match=r"line 4 is a blank line ended by a lone carriage return"):
-        read("a,b\n1,2\n3,4\r\r,5\n6,7\n")
+    for mixed in ("a,b\n1,2\n3,4\r\r,5\n6,7\n", "a,b\n1,2\n3,4\r\r,5\r6,7"):  # the second: after the last \n
+        with pytest.raises(ValueError, match=r"line 4 is a blank line ended by a lone carriage return"):
+            read(mixed)
 
 
 @pytest.mark.parametrize("reader", ["eager", "block-wise"])
