@@ -280,7 +280,7 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
     logger.info("sampled fit: %d of %d points drawn as references", s, fit.n)
     k_s = sampling.sampled_k(fit.params.k, s, fit.n)
     on_sample = replace(fit, points=F, lazy=None, n=s, params=replace(fit.params, k=k_s), n_references=None)
-    seed = fit.random_state if sampling.is_integer(fit.random_state) else None  # a Generator: not kept
+    seed = fit.random_state if v.is_integer(fit.random_state) else None  # a Generator: not kept
     draw = {"n_references": s, "rows": fit.n, "random_state": None if seed is None else int(seed),
             "k": fit.params.k}  # fmt: skip
     out, result = fit_exact(on_sample, keep_model=True, sample=draw)

@@ -41,7 +41,6 @@ from .csv_input import (
     CsvLayout,
     LineScan,
     csv_error,
-    has_leading_plus,
     lone_cr_error,
     ragged_error,
     scan_lines,
@@ -106,11 +105,13 @@ def _check_fields(scans: Sequence[LineScan], path: str, ncols: int, name: str) -
         line0 += scan.lines
 
 
-def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, rows: int, name: str) -> np.ndarray:
-    """The float64 feature columns of one block (on a worker), or the eager reader's error for the file."""
+def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, scan: LineScan, rows: int, name: str
+           ) -> np.ndarray:  # fmt: skip
+    """The float64 feature columns of one block (on a worker), or the eager reader's error for the file;
+    ``scan`` is the block's :func:`_scan`."""
     import pandas as pd
 
-    kwargs = layout.read_kwargs(text_features=has_leading_plus(block))
+    kwargs = layout.read_kwargs(text_features=scan.leading_plus)
     if not first:
         kwargs["header"] = None  # the header line is in the first block only
         if block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as when read whole
@@ -145,10 +146,10 @@ def csv_blocks(path, layout: CsvLayout, name: str = "X"):
     token = uuid.uuid4().hex  # a fresh graph name per read, as for Zarr input
     parts = [
         da.from_delayed(
-            dask.delayed(_parse, name=f"cdfts-csv-{token}-{i}")(b, path, layout, i == 0, rows, name),
+            dask.delayed(_parse, name=f"cdfts-csv-{token}-{i}")(b, path, layout, i == 0, scan, rows, name),
             shape=(rows, len(layout.features)), dtype=np.float64,
         )
-        for i, (b, rows) in enumerate(zip(blocks, counts, strict=True))
+        for i, (b, scan, rows) in enumerate(zip(blocks, scans, counts, strict=True))
         if rows > 0
     ]  # fmt: skip
     if not parts:

@@ -261,7 +261,7 @@ def _line_breaks_are_lone_cr(path: Path) -> bool:
     that has none)."""
     saw_cr = False
     with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
+        while chunk := fh.read(1 << 16):
             if b"\n" in chunk:
                 return False
             saw_cr = saw_cr or b"\r" in chunk
@@ -300,6 +300,8 @@ class LineScan(NamedTuple):
     ragged: tuple[int, int] | None
     #: 0-based line of the first blank line ended by a lone ``\\r`` (in a file with ``\\n`` line breaks)
     lone_cr_blank: int | None = None
+    #: whether a field starts with ``+`` (:func:`has_leading_plus`)
+    leading_plus: bool = False
 
 
 def strip_bom(text: bytes) -> bytes:
@@ -368,7 +370,8 @@ def scan_lines(text: bytes, ncols: int, newline_file: bool = True) -> LineScan:
     Line breaks are pandas' (``\\n``, ``\\r\\n``, ``\\r``).  Fields are counted by
     commas once the quoted fields are taken out (:func:`_unquoted`), or with
     the ``csv`` module where a quote is left.  ``newline_file``: the file has ``\\n`` line breaks
-    (its layout has no ``lineterminator``), so a blank line ended by a lone ``\\r`` is looked for."""
+    (its layout has no ``lineterminator``), so a blank line ended by a lone ``\\r`` is looked for;
+    and whether a field starts with ``+``."""
     plain = _unquoted(text)
     lines = plain.splitlines()  # the same lines as text's
     rows = sum(1 for line in lines if not _is_blank(line))
@@ -376,7 +379,8 @@ def scan_lines(text: bytes, ncols: int, newline_file: bool = True) -> LineScan:
         ragged = _ragged_quoted(io.StringIO(text.decode("utf-8", "replace"), newline=""), ncols)
     else:
         ragged = _ragged_plain(lines, ncols)
-    return LineScan(len(lines), rows, ragged, lone_cr_blank_line(plain) if newline_file else None)
+    blank = lone_cr_blank_line(plain) if newline_file else None
+    return LineScan(len(lines), rows, ragged, blank, has_leading_plus(text))
 
 
 #: a blank line (spaces and tabs only) that ends in a lone carriage return
@@ -418,50 +422,44 @@ def _pieces(path: Path, size: int = 1 << 24) -> Iterator[bytes]:
         yield strip_bom(rest) if first else rest
 
 
-def ragged_line(path, ncols: int) -> tuple[int, int] | None:
-    """(1-based file line, field count) of the first non-blank line of a file without ``ncols`` fields.
-
-    Read in pieces of 16 MiB; a file with a quoted line break (or a quote
-    inside a field) is read again with the ``csv`` module as one stream."""
-    line0 = 0
-    for piece in _pieces(Path(path)):
+def _scan_file(path: Path, ncols: int, newline_file: bool) -> LineScan:
+    """:func:`scan_lines` of a whole file in one pass, in pieces of 16 MiB (``lines`` and ``rows`` not
+    counted: 0), with 1-based file lines; a file with a quoted line break (or a quote inside a field)
+    has its field counts read again with the ``csv`` module as one stream."""
+    line0, ragged, blank, plus, quoted = 0, None, None, False, False
+    for piece in _pieces(path):
+        plus = plus or has_leading_plus(piece)
         text = _unquoted(piece)
-        if b'"' in text:
-            with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
-                found = _ragged_quoted(fh, ncols)
-            return None if found is None else (found[0] + 1, found[1])
         lines = text.splitlines()
-        found = _ragged_plain(lines, ncols)
-        if found is not None:
-            return line0 + found[0] + 1, found[1]
+        if newline_file and blank is None:
+            found = lone_cr_blank_line(text)
+            blank = None if found is None else line0 + found + 1
+        if ragged is None and not quoted:
+            quoted = b'"' in text
+            found = None if quoted else _ragged_plain(lines, ncols)
+            ragged = None if found is None else (line0 + found[0] + 1, found[1])
         line0 += len(lines)
-    return None
+    if quoted:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+            found = _ragged_quoted(fh, ncols)
+        ragged = None if found is None else (found[0] + 1, found[1])
+    return LineScan(0, 0, ragged, blank, plus)
 
 
-def check_fields(path, layout: CsvLayout, name: str) -> None:
+def check_fields(path, layout: CsvLayout, name: str) -> bool:
     """Refuse a file with a non-blank line of more or fewer fields than its first row, or a blank line
-    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line)."""
+    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line); return whether a field
+    starts with ``+`` (:func:`has_leading_plus`: its feature columns are then read as text)."""
     try:
-        found = ragged_line(path, layout.ncols)
-        blank = _lone_cr_blank_in_file(path) if layout.lineterminator is None else None
+        scan = _scan_file(Path(path), layout.ncols, layout.lineterminator is None)
     except OSError as exc:
         raise _read_error(name, Path(path), exc) from None
+    blank, found = scan.lone_cr_blank, scan.ragged
     if blank is not None and (found is None or blank <= found[0]):
         raise lone_cr_error(name, path, blank)
     if found is not None:
         raise ragged_error(name, path, found[0], found[1], layout.ncols)
-
-
-def _lone_cr_blank_in_file(path) -> int | None:
-    """1-based file line of :func:`lone_cr_blank_line` over a whole file, read in pieces of whole lines."""
-    line0 = 0
-    for piece in _pieces(Path(path)):
-        plain = _unquoted(piece)
-        found = lone_cr_blank_line(plain)
-        if found is not None:
-            return line0 + found + 1
-        line0 += len(plain.splitlines())
-    return None
+    return scan.leading_plus
 
 
 def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[int, int, str] | None:
@@ -494,9 +492,8 @@ def read_csv_table(path, label_column=None, name: str = "input"):
 
     path = Path(path)
     layout = csv_layout(path, label_column, name)
-    check_fields(path, layout, name)
+    text_features = check_fields(path, layout, name)
     try:
-        text_features = any(has_leading_plus(piece) for piece in _pieces(path))
         frame = pd.read_csv(path, **layout.read_kwargs(text_features))
         X, labels = layout.split(frame)
         failed = bool(np.isnan(X).any())

@@ -431,14 +431,13 @@ def transform_to_zarr(
     ``backend="cuda"``), connected with ``security`` (as by
     :func:`~cdfts_dask.dask_client.dask_client`); the result is written under a
     temporary sibling name and renamed into place once complete, so a failed run
-    never leaves a half-written output.  Returns the output opened read-only.
+    never leaves a half-written output.  Returns the output opened read-only.  The caller has
+    checked ``output`` against the input and the store (:func:`cdfts_dask.paths.check_run_paths`).
     """
     import zarr
 
     from .dask_client import dask_client
-    from .paths import check_run_paths, input_files
 
-    check_run_paths(input_files(Y), output=output)  # never the input (nor its store), nor a user's folder
     lazy = transform_dask(model, as_dask(Y), backend=backend)
     with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
         store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
