@@ -70,6 +70,19 @@ def warn_label_like_columns(header: list[str] | None, path, name: str) -> None:
         )
 
 
+def check_unique_names(header: list[str] | None, path, name: str) -> None:
+    """A CSV read by the estimator: its header names become ``feature_names_in_``, which scikit-learn
+    needs unique (its own check raised narwhals' ``DuplicateError`` about a DataFrame the user never
+    made); refused naming the repeated names and the file."""
+    repeated = {n: header.count(n) for n in dict.fromkeys(header or []) if header.count(n) > 1}
+    if repeated:
+        listed = ", ".join(f"{n!r} {k} times" for n, k in repeated.items())
+        raise ValueError(
+            f"{name}: the header of {str(path)!r} repeats column names ({listed}); the estimator keeps "
+            "the names as feature_names_in_, which must be unique: rename the columns"
+        )
+
+
 #: cell texts (lower case, stripped) that mean "no value" in common CSV exports
 MISSING_TOKENS = frozenset(
     {"", "na", "n/a", "nan", "-nan", "+nan", "null", "none", "#n/a", "<na>", "nil", "?"}

@@ -36,6 +36,66 @@ def session_client():
     return client if client.status == "running" else None
 
 
+#: how long a run waits for the first worker of a cluster it did not start (a scheduler just started, a job
+#: whose workers are still queued); the Dask configuration value ``cdfts.worker-wait`` (e.g. ``"5 minutes"``)
+WORKER_WAIT = "60s"
+
+
+def check_workers(client, gpu: bool = False) -> None:
+    """Refuse, before any work, a cluster this run did not start that cannot run it (one-line errors
+    naming the scheduler and the workers):
+
+    * a closed client;
+    * no worker within ``cdfts.worker-wait`` (default :data:`WORKER_WAIT`): the graph would wait for one
+      forever;
+    * a worker without cdfts-dask (it would die reading the first task that names the package, and the
+      run wait for it) or with another version (it would run its own copy of the kernels), asked with
+      :func:`_cannot_import` and ``Client.get_versions``;
+    * for ``gpu``, a worker without CuPy (a cluster mixing CPU and GPU workers would send CUDA tasks to
+      the CPU ones).
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    from . import __version__
+
+    if client.status != "running":
+        raise ValueError(f"client: the given Dask client is {client.status} ({client!r}); pass an open one")
+    where = f"the Dask scheduler at {client.scheduler.address}"
+    wait = parse_timedelta(dask.config.get("cdfts.worker-wait", WORKER_WAIT), default="s")
+    if not client.nthreads():
+        logger.info("waiting up to %g s for a worker of %s", wait, where)
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except TimeoutError:
+            raise ValueError(
+                f"client: {where} has no workers (waited {wait:g} s, Dask configuration cdfts.worker-wait): "
+                f"start some, e.g. dask worker {client.scheduler.address}"
+            ) from None
+    missing = _cannot_import(client, "cdfts_dask")
+    if missing:
+        raise ValueError(
+            f"client: the workers {', '.join(missing)} of {where} cannot import cdfts_dask (a worker dies "
+            f"reading a task that names it): install cdfts-dask {__version__} there"
+        )
+    found = client.get_versions(packages=["cdfts_dask"])["workers"]  # the installed distributions' versions
+    other = {a: w["packages"]["cdfts_dask"] for a, w in sorted(found.items())}
+    other = {a: v for a, v in other.items() if v != __version__}
+    if other:
+        listed = ", ".join(f"{a} ({v})" for a, v in other.items())
+        raise ValueError(
+            f"client: the workers {listed} of {where} have another cdfts-dask than this client "
+            f"({__version__}); install one version everywhere (each worker runs its own copy of the kernels)"
+        )
+    no_gpu = _cannot_import(client, _gpu_array_module()) if gpu else []
+    if no_gpu:
+        raise ValueError(
+            f"client: backend='cuda' needs CuPy on every worker, and the workers {', '.join(no_gpu)} of "
+            f"{where} have none (CPU workers beside the GPU ones would be sent CUDA tasks): use a "
+            "scheduler whose workers are all dask-cuda workers"
+        )
+
+
 @contextlib.contextmanager
 def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, security=None):
     """Yield a client, closing whatever this function started.
@@ -55,10 +115,15 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
       the command line sets 50: its errors are one line of its own).
 
     ``security`` (a ``distributed.security.Security``, e.g. TLS certificates) is passed to the client
-    for a scheduler address and to the embedded cluster.
+    for a scheduler address and to the embedded cluster (a given or default client keeps its own
+    connection: ``security`` is then ignored, with a warning).  A cluster this function did not start
+    is checked first by :func:`check_workers`.
     """
     from distributed import Client
 
+    from ._validation import check_positive_int
+
+    n_workers = check_positive_int(n_workers, "n_workers")  # 0 or fewer: waiting for workers that never come
     if n_workers is not None and isinstance(client, (Client, str)):
         warnings.warn(
             f"n_workers={n_workers} is ignored: the workers of the given client's cluster ({client!r}) "
@@ -67,6 +132,8 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
             stacklevel=5,  # the caller of cdf_ts
         )
     if isinstance(client, Client):
+        _warn_security_ignored(security, "the given client's")
+        check_workers(client, gpu)
         yield client
         return
     if isinstance(client, str):
@@ -78,6 +145,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         with c:
             _TEMPORARY.add(c)
             logger.info("connected to the Dask scheduler at %s", client)
+            check_workers(c, gpu)
             yield c
         return
     if client is not None:
@@ -92,6 +160,8 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
                 stacklevel=5,  # the caller of cdf_ts
             )
         logger.info("using the session's default Dask client (scheduler %s)", ambient.scheduler.address)
+        _warn_security_ignored(security, "the session's default client's")
+        check_workers(ambient, gpu)
         yield ambient
         return
     import dask
@@ -117,6 +187,30 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         _TEMPORARY.add(c)
         logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
         yield c
+
+
+def _gpu_array_module() -> str:
+    """The array module the CUDA task bodies hold points in: ``cupy`` (``numpy`` under numba's simulator)."""
+    from .engine import cuda
+
+    return cuda.xp.__name__
+
+
+def _cannot_import(client, module: str) -> list[str]:
+    """The workers (addresses, sorted) where ``import module`` fails.  The task is the builtin ``exec``
+    and a string: it names nothing of ours, so a worker without the package runs it and reports the
+    error, where a task naming one of our functions would kill it while being read."""
+    answers = client.run(exec, f"import {module}", on_error="return")
+    return sorted(address for address, error in answers.items() if isinstance(error, BaseException))
+
+
+def _warn_security_ignored(security, whose: str) -> None:
+    if security is not None:
+        warnings.warn(
+            f"security is ignored: {whose} connection to its scheduler is used as it is",
+            UserWarning,
+            stacklevel=6,  # the caller of cdf_ts
+        )
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import api, model
 from ._validation import DTYPES, check_numeric_input
 from .csv_blocks import is_large_csv
-from .csv_input import warn_label_like_columns
+from .csv_input import check_unique_names, warn_label_like_columns
 from .inputs import csv_header, is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
@@ -96,6 +96,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if is_path(X) and not chunked:  # a CSV / .npy file: read, then validated as an array
             path = X
             X, _, header = read_table(path, name="X")
+            check_unique_names(header, path, "X")
             warn_label_like_columns(header, path, "X")
             if header is not None:  # its column names, checked like a DataFrame's at transform
                 X = pd.DataFrame(X, columns=header)
@@ -105,6 +106,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             check_numeric_input(X, "X", kinds="biufcO")
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
         header = csv_header(X) if is_large_csv(X) else None
+        check_unique_names(header, X, "X")
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk
         if reset:
             self.n_features_in_ = int(X.shape[1])

@@ -4,7 +4,7 @@
 connection and never answers, and reports a listener that sends non-Dask
 bytes as ``Unable to allocate 3.07 EiB``.  :func:`check_scheduler` parses the
 address, then opens one comm and asks the scheduler for its identity, all
-bounded by Dask's connect timeout.
+bounded by Dask's connect timeout, and says which of these went wrong.
 """
 
 from __future__ import annotations
@@ -66,7 +66,12 @@ def check_scheduler(address: str, security=None, timeout: float | None = None) -
                 f"client: the scheduler at {address!r} did not answer within {timeout:g} s (set "
                 "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to wait longer)"
             ) from None
-        except Exception as exc:  # refused, unknown scheme, TLS failure, non-Dask bytes (MemoryError ...)
+        except MemoryError:  # the reply's first bytes, read as Dask's frame lengths, asked for exabytes
+            raise ValueError(
+                f"client: {address!r} answered with bytes that are not Dask's protocol (another service "
+                "listens there?)"
+            ) from None
+        except Exception as exc:  # refused, unknown scheme, TLS failure
             raise ValueError(
                 f"client: cannot reach a Dask scheduler at {address!r}: "
                 f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -147,6 +147,13 @@ def build_hpc_parser() -> argparse.ArgumentParser:
         help="shell command run in each job before the worker starts, e.g. 'module load python' "
         "(repeatable)",
     )
+    p.add_argument(
+        "--wait",
+        default=None,
+        metavar="DURATION",
+        help="stop when the jobs' workers have not all connected within this long, e.g. '30 minutes' "
+        "(default: wait as long as the queue holds the jobs)",
+    )
     p.add_argument("--print-job-script", action="store_true", help="print the batch script and exit")
     return p
 
@@ -181,8 +188,28 @@ def run(options, transform, args) -> int:
             )  # fmt: skip
         # All of them before the run starts: the input array is replicated to every worker present when
         # it starts, so that losing one job later leaves a copy to recompute the lost tasks from.
-        cluster.wait_for_workers(options.jobs)
+        try:
+            cluster.wait_for_workers(options.jobs, timeout=_seconds(options.wait))
+        except TimeoutError:
+            arrived = len(cluster.scheduler_info.get("workers", {}))
+            raise ValueError(
+                f"--wait: {arrived} of the {options.jobs} jobs' workers connected within {options.wait}; "
+                "see the batch system's queue and the jobs' output (a worker that cannot import cdfts_dask "
+                "or reach the scheduler exits at start)"
+            ) from None
         return transform(args)
+
+
+def _seconds(duration: str | None) -> float | None:
+    from dask.utils import parse_timedelta
+
+    return None if duration is None else float(parse_timedelta(duration, default="s"))
+
+
+def _print_job_script(options) -> int:
+    with _cluster(options) as cluster:
+        print(cluster.job_script())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,12 +217,17 @@ def main(argv: list[str] | None = None) -> int:
     options, rest = parser.parse_known_args(argv)
     if importlib.util.find_spec("dask_jobqueue") is None:
         parser.error("needs the package dask-jobqueue; install it with: pip install dask-jobqueue")
-    if options.print_job_script:
-        with _cluster(options) as cluster:
-            print(cluster.job_script())
-        return 0
+    prog = f"hpc.py {options.system}"
+    if options.print_job_script:  # its errors (a bad --interface) one line, as a run's
+        return run_command(argparse.Namespace(func=lambda _: _print_job_script(options)), prog=prog)
     if options.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {options.jobs}")
+    try:
+        wait = _seconds(options.wait)
+    except (ValueError, TypeError, KeyError):
+        wait = -1.0
+    if wait is not None and wait <= 0:
+        parser.error(f"--wait must be a positive duration such as '30 minutes', got {options.wait!r}")
     args, unknown = build_parser().parse_known_args(["transform", *rest])
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -203,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name):
             parser.error(f"--{name} is not for hpc.py: the batch jobs are the cluster")
     args.func = functools.partial(run, options, args.func)
-    return run_command(args, prog=f"hpc.py {options.system}")
+    return run_command(args, prog=prog)
 
 
 if __name__ == "__main__":

@@ -67,9 +67,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def dask_processes(n_workers: int = 2, cwd=None):
+def dask_processes(n_workers: int = 2, cwd=None, worker_args: tuple[str, ...] = ()):
     """A real ``dask scheduler`` and ``n_workers`` ``dask worker`` processes on 127.0.0.1 (cleaned up),
-    started in the working directory ``cwd`` (default: this process's)."""
+    started in the working directory ``cwd`` (default: this process's), the workers with the further
+    command-line arguments ``worker_args``."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     common = dict(
@@ -108,6 +109,7 @@ def dask_processes(n_workers: int = 2, cwd=None):
                         "--no-dashboard",
                         "--nworkers",
                         "1",
+                        *worker_args,
                     ],
                     **common,
                 )

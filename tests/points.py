@@ -61,6 +61,21 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
     return m, stats, dev.to_host(Z), total / (n * d)
 
 
+def float32_underflow_cases() -> list[tuple[str, np.ndarray, float, str, int | None]]:
+    """``(name, X, lam, estimator, k)``: float32 runs where two distinct points are so close to 0 and to
+    each other that their float32 ``sq`` underflows to 0 (found by the GPU code review of 2026-11-24).
+
+    * an epsilon neighbourhood of lam = 1e-30: its threshold T is below ``FLOAT32_SQ_FLOOR``, where the
+      guard band ``T (1 -+ g)`` rounded to float32 proved a pair 2e-30 apart inside (counts 2 for 1);
+    * k-NN (k = 1) with points 1e-24 apart: their float32 ``sq`` is 0, so rho was 1 (the rule for a
+      point and itself) where the oracle's s > 0 gives r(z) = q / lam_k(z) ~ 1e24 inside.
+    """
+    return [
+        ("epsilon-lam-1e-30", np.array([[0, 0], [2e-30, 0], [1, 1], [0.5, 0.25]]), 1e-30, "epsilon", None),
+        ("knn-pair-1e-24-apart", np.array([[0.0], [1e-24], [1.0], [0.5], [0.25], [0.75]]), 0.1, "knn", 1),
+    ]
+
+
 def float32_misordered() -> tuple[np.ndarray, np.ndarray]:
     """``(far, near)``: float32 points where float32 ``sq`` (summed column by column) orders two pairs the
     other way round from float64 ``sq`` (found by a search over points on a sphere of radius 0.5).

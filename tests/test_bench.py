@@ -38,6 +38,35 @@ def test_bench_rejects_bad_arguments(capsys):
     assert "float16" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--sizes", "inf"], "expected comma-separated integers, got 'inf'"),
+        (["--sizes", "1e400"], "expected comma-separated integers"),
+        (["--sizes", "300", "--kernels", "-d", "0"], "--dims must be >= 1, got 0"),
+        (["--sizes", "300", "--tile-size", "-4"], "--tile-size must be >= 1, got -4"),
+        (["--sizes", "300", "--estimator", "knn", "-k", "0"], "-k must be >= 1, got 0"),
+        (["--sizes", "300", "--lam", "nan"], "--lam must be in (0, 1), got nan"),
+        (["--sizes", "300", "--user-call", "--gpu", "--dtype", "float32", "-k", "5"],
+         "--user-call does not use --gpu, --dtype, -k: it times a fixed setup"),
+        (["--sizes", "300", "--kernels", "--estimator", "knn", "--workers", "1"],
+         "--kernels does not use --workers, --estimator: it times a fixed setup"),
+    ],
+)  # fmt: skip
+def test_bench_refuses_what_it_would_not_measure(capsys, flags, message):
+    """Regressions: ``--sizes inf`` and ``-d 0`` ended in tracebacks; ``--user-call --gpu --dtype float32``
+    timed the CPU float64 call and ``--kernels --estimator knn --workers 1`` ignored both, exit 0;
+    ``-k 0`` measured k = 10 and ``--lam nan`` was timed."""
+    from cdfts_dask.cli import main
+
+    try:
+        code = main(["bench", *flags])
+    except SystemExit as exc:  # an argument's type error, from the parser
+        code = exc.code
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0], lines
+
+
 def test_bench_kernel_profile_and_the_column_legend(capsys):
     """In process, no cluster: the kernel profile at a tiny n, and the legend explaining every column."""
     from cdfts_dask.cli import main

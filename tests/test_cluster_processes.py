@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 from faultkit import SYN, dask_processes, run_cli
@@ -42,3 +44,56 @@ def test_cli_on_a_real_scheduler_equals_embedded_run(tmp_path):
         assert all(p.poll() is None for p in procs), "a cluster process died during the run"
     assert res.returncode == 0, res.stderr
     np.testing.assert_allclose(np.load(out), expected, rtol=0, atol=1e-9)
+
+
+def test_a_scheduler_without_workers_is_refused_after_a_bounded_wait(tmp_path, monkeypatch):
+    """Regression: a scheduler with no workers made a run on a lazy input (a dask array, a Zarr store: no
+    scatter to time out) wait forever, its start line saying "0 workers"; a NumPy input failed after 30 s
+    in Dask's scatter with "No valid workers found".  Now the run waits ``cdfts.worker-wait`` for a
+    first worker, then stops with one line naming the scheduler; so does the command line (exit 2)."""
+    X = np.random.default_rng(0).random((40, 2))
+    np.save(tmp_path / "in.npy", X)
+    with dask_processes(0) as (address, _), dask.config.set({"cdfts.worker-wait": "1s"}):
+        for points in (da.from_array(X, chunks=20), X):
+            message = rf"^client: the Dask scheduler at {address} has no workers \(waited 1 s, Dask config"
+            with pytest.raises(ValueError, match=message):
+                cdfts_dask.cdf_ts(points, max_iter=1, method="tiled", client=address)
+        monkeypatch.setenv("DASK_CDFTS__WORKER_WAIT", "1s")  # the command line's Dask configuration
+        res = run_cli("transform", tmp_path / "in.npy", tmp_path / "out.npy", "--scheduler", address)
+    last = res.stderr.splitlines()[-1]
+    assert res.returncode == 2 and last.startswith("cdfts transform: error: client: the Dask"), res.stderr
+    assert "has no workers" in last and "Traceback" not in res.stderr
+    assert not (tmp_path / "out.npy").exists()
+
+
+BLOCK_CDFTS = """
+import sys
+
+
+class NoCdfts:  # this worker's Python cannot import cdfts_dask, as where the package is not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "cdfts_dask":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+sys.meta_path.insert(0, NoCdfts())
+"""
+
+
+def test_a_worker_without_the_package_is_named_before_work(tmp_path):
+    """Regression: a worker that cannot import cdfts_dask died reading the first task (distributed:
+    "Failed to deserialize"), and the run then waited forever (or, with the progress line's kernel-cache
+    question, failed with a 47-line traceback); a NumPy input failed after 60 s with
+    "WorkerStartTimeoutError".  Now the run stops first, naming the worker and what to install."""
+    blocker = tmp_path / "no_cdfts.py"
+    blocker.write_text(BLOCK_CDFTS)
+    X = np.random.default_rng(0).random((40, 2))
+    with dask_processes(1, worker_args=("--preload", str(blocker))) as (address, procs):
+        from distributed import Client
+
+        with Client(address, timeout="30s") as c:
+            c.wait_for_workers(1, timeout=60)
+        message = rf"^client: the workers tcp://127.0.0.1:\d+ of the Dask scheduler at {address} cannot "
+        with pytest.raises(ValueError, match=message + "import cdfts_dask .* install cdfts-dask "):
+            cdfts_dask.cdf_ts(X, max_iter=1, method="tiled", client=address)
+        assert all(p.poll() is None for p in procs), "the worker died"

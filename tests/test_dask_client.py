@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import psutil
 import pytest
+from conftest import simulated_cuda
 from distributed import Client, LocalCluster, get_task_stream
 
 from cdfts_dask import cdf_ts
@@ -64,6 +65,36 @@ def test_n_workers_beside_a_given_client_is_ignored_with_a_warning(X, client, as
         out = cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=given, n_workers=3)
     assert record[0].filename == __file__  # pointed at the caller of cdf_ts
     np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
+
+
+def test_a_closed_client_and_security_beside_a_given_client_are_named(X, client):
+    """Regressions: a closed ``Client`` failed inside the run with "IOLoop is closed"; ``security=`` beside
+    a given client was dropped without a word (that client keeps its own connection)."""
+    closed = Client(client.scheduler.address)
+    closed.close()
+    with pytest.raises(ValueError, match=r"^client: the given Dask client is closed \(<Client: "):
+        cdf_ts(X, max_iter=1, method="tiled", client=closed)
+    from distributed.security import Security
+
+    with pytest.warns(UserWarning, match="security is ignored: the given client's connection") as record:
+        cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=client, security=Security())
+    assert record[0].filename == __file__
+
+
+@simulated_cuda
+def test_a_cuda_run_on_workers_without_the_gpu_array_module_is_refused(X, client, monkeypatch):
+    """Regression: ``backend="cuda"`` on a cluster with CPU workers (the compose ``gpu`` profile adds GPU
+    workers beside the CPU ones) sent CUDA tasks to workers without CuPy.  The session's workers have no
+    CuPy: with the client's CUDA bodies holding CuPy arrays (as on a GPU machine), the run is refused
+    before any work, naming the workers."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.engine import cuda
+
+    monkeypatch.setattr(cuda, "xp", SimpleNamespace(__name__="cupy"))
+    needs = r"^client: backend='cuda' needs CuPy on every worker, and the workers tcp://127.0.0.1:\d+"
+    with pytest.raises(ValueError, match=needs):
+        cdf_ts(X, max_iter=1, method="tiled", client=client, backend="cuda")
 
 
 @pytest.mark.slow

@@ -356,6 +356,9 @@ def test_hpc_scheduler_host_and_install_source(hpc):
         (["in.npy", "out.npy", "--workers", "2"], "--workers is not for hpc.py"),
         (["in.npy", "out.npy", "--jobs", "0"], "--jobs must be at least 1"),
         (["in.npy", "out.npy", "--bogus"], "unrecognized arguments: --bogus"),
+        (["in.npy", "out.npy", "--wait", "soon"], "--wait must be a positive duration such as '30 minutes'"),
+        (["in.npy", "out.npy", "--wait", "0"], "--wait must be a positive duration"),
+        (["--print-job-script", "--interface", "nosuchif0"], "hpc.py slurm: error: 'nosuchif0' is not"),
     ],
 )
 def test_hpc_errors_are_one_line_before_any_job(hpc, capsys, argv, message):
@@ -367,3 +370,40 @@ def test_hpc_errors_are_one_line_before_any_job(hpc, capsys, argv, message):
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_hpc_wait_stops_when_the_jobs_workers_do_not_all_come(hpc, monkeypatch, capsys, tmp_path):
+    """Regression: ``hpc.py`` waited for its jobs' workers without a limit, so a job that never started
+    (or whose worker exited at start) kept it waiting forever.  ``--wait`` bounds that: here a cluster
+    whose batch queue never starts a job (a scheduler without workers stands in for it)."""
+    from distributed import LocalCluster
+
+    class QueueThatNeverStarts:
+        """A dask-jobqueue cluster whose jobs stay queued: a real scheduler, no worker ever."""
+
+        def __init__(self, options):
+            self.cluster = LocalCluster(n_workers=0, processes=False, dashboard_address=None)
+            self.scheduler_address = self.cluster.scheduler_address
+            self.wait_for_workers = self.cluster.wait_for_workers
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.cluster.close()
+
+        @property
+        def scheduler_info(self):
+            return self.cluster.scheduler_info
+
+        def scale(self, jobs):
+            pass
+
+    monkeypatch.setattr(hpc, "_cluster", QueueThatNeverStarts)
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).random((20, 2)))
+    status = hpc.main(["slurm", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--jobs", "2",
+                       "--wait", "1s", "--quiet"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    assert err.startswith("hpc.py slurm: error: --wait: 0 of the 2 jobs' workers connected within 1s; "), err
+    assert not (tmp_path / "out.npy").exists()

@@ -16,10 +16,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import simulated_cuda, slow_unless
-from points import awkward, blobs, bodies_step, float32_misordered, normalised, rounded32
+from points import (
+    awkward,
+    blobs,
+    bodies_step,
+    float32_misordered,
+    float32_underflow_cases,
+    normalised,
+    rounded32,
+)
 
 from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import cpu, cuda_kernels, plan
+
+UNDERFLOW = float32_underflow_cases()
 
 
 @pytest.fixture
@@ -267,23 +277,37 @@ def _record_static_shared(monkeypatch) -> list:
     return blocks
 
 
+def _laid_out_bytes(allocations) -> int:
+    """Bytes of a block's shared arrays placed one after another in declaration order, each aligned to
+    its element size (as ptxas places them: 4 bytes of padding before a float64 array that follows an
+    odd number of float32 values)."""
+    end = 0
+    for a in allocations:
+        end = -(-end // a.itemsize) * a.itemsize + a.nbytes
+    return end
+
+
 @simulated_cuda
-def test_simulated_kernels_fit_static_shared_memory(monkeypatch):
+@pytest.mark.parametrize("n,d,dtype", [(20, 64, "float64"), (5, 1363, "float32")])
+def test_simulated_kernels_fit_static_shared_memory(monkeypatch, n, d, dtype):
     """d = 64 in float64 with 128-thread blocks: one tile of 128 points would be 64 KiB of shared memory,
     past the 48 KiB a kernel may declare statically (ptxas: "uses too much shared data (..., 0xc000 max)";
-    the simulator does not check).  Every block stays within 48 KiB, and the bodies still equal the oracle."""
+    the simulator does not check).  d = 1363 in float32: the shift's tile of 3 points filled exactly
+    48 KiB, and ptxas added 4 bytes of alignment before the float64 copy (0xc004, found by assembling
+    the kernels with ptxas in the review of 2026-11-24).  Every block stays within 48 KiB, alignment
+    included, and the bodies still equal the oracle."""
     from cdfts_dask.engine import cuda
 
     blocks = _record_static_shared(monkeypatch)
-    X = normalised(awkward(20, 64, seed=4))
-    ref = oracle.cdf_ts_step(X, 0.3, "epsilon", None)
-    m, stats, Xn, _ = bodies_step(cuda, X, 0.3, "epsilon", None, parts=1, rows=20)
-    used = [sum(a.nbytes for a in b._allocations.values()) for b in blocks]
+    X = normalised(awkward(n, d, seed=4))
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.3, "epsilon", None)
+    m, stats, Xn, _ = bodies_step(cuda, X, 0.3, "epsilon", None, dtype=dtype, parts=1, rows=n)
+    used = [_laid_out_bytes(b._allocations.values()) for b in blocks]
     assert len(used) >= 3 and min(used) > 0  # diameter, counts, shift
     assert max(used) <= 48 * 1024, used
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts)
-    assert np.abs(Xn - ref.X).max() <= 1e-9
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
 
 
 @simulated_cuda
@@ -298,6 +322,17 @@ def test_simulated_tiles_smaller_than_blocks_equal_oracle(cuda, monkeypatch, dty
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts)
     assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+@simulated_cuda
+@pytest.mark.parametrize("name,X,lam,estimator,k", UNDERFLOW, ids=[case[0] for case in UNDERFLOW])
+def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda, name, X, lam, estimator, k):
+    """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts and shift)."""
+    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-6
 
 
 def test_tile_points_within_static_shared_memory():

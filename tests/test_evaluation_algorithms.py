@@ -107,6 +107,40 @@ def test_inne_scores_anomalies_higher():
     assert auc(y, s) > 0.97
 
 
+@pytest.mark.parametrize("given_distances", [False, True], ids=["points", "view-distances"])
+def test_inne_keeps_one_sphere_per_distinct_point_as_the_authors_code(given_distances):
+    """Regression: a subsample holding a point twice gave it a sphere of radius 0, and a point whose
+    smallest covering sphere had that duplicate as nearest neighbour scored 1 (the authors' ``Cigrid.m``
+    keeps one of equal rows).  With psi = n every member holds every point, so the scores are fixed:
+    C = {0, 1, 3}, tau = (1, 1, 2); 0 and 1 lie in their own sphere with a neighbour of the same
+    radius (I = 0), 3 in its own with a neighbour half as wide (I = 1 - 1/2)."""
+    X = np.array([[0.0], [0.0], [1.0], [3.0]])
+    D = np.abs(X - X.T) / 3.0 if given_distances else None  # a view's distances, relative
+    scores = inne_scores(X, psi=4, t=5, D=D)
+    assert np.array_equal(scores, [0.0, 0.0, 0.0, 0.5])
+
+
+def test_inne_covers_strictly_inside_a_sphere_as_the_authors_code():
+    """Regression: a point on a sphere's surface counted as covered (``<=``); the authors' ``iNNE.m``
+    covers with ``D < radius``.  Points 0, 1, 2 on a line, psi = 2: the draw {0, 1} has spheres of
+    radius 1, on whose surface 2 lies, so 2 is uncovered and scores 1 there (as 0 in the draw {1, 2});
+    with ``<=`` they were covered by a sphere with a neighbour as wide and scored 0 in every draw."""
+    X = np.array([[0.0], [1.0], [2.0]])
+    t = 300
+    scores = inne_scores(X, psi=2, t=t, seed=3)
+    draws = np.random.default_rng(3)
+    pairs = [frozenset(draws.choice(3, size=2, replace=False)) for _ in range(t)]
+    assert scores[1] == 0.0
+    assert scores[2] == pytest.approx(pairs.count(frozenset({0, 1})) / t)
+    assert scores[0] == pytest.approx(pairs.count(frozenset({1, 2})) / t)
+    assert 0.2 < scores[0] < 0.5 and 0.2 < scores[2] < 0.5
+
+
+def test_inne_refuses_data_without_two_distinct_points():
+    with pytest.raises(ValueError, match="at least 2 distinct points"):
+        inne_scores(np.ones((5, 2)), psi=2, t=3)
+
+
 def test_shared_work_gives_identical_results():
     """The fast paths of the grid search are the plain algorithms, exactly (symmetric and DScale views)."""
     from cdfts_dask.evaluation.dp import density_all, neighbour_order, peaks_sorted

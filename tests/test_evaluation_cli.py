@@ -1,5 +1,8 @@
 """``cdfts evaluate`` and ``cdfts plot`` end to end."""
 
+import json
+import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -88,6 +91,19 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     code, err = _main(capsys, *args, "--resume")
     assert code == 0 and "2 tasks (14 resumed)" in err
     assert (out / "results.csv").read_text() == full
+    assert json.loads((out / "settings.json").read_text())["max_n"] == 50
+    # Regression: a resume with other options kept the first run's records beside new ones (n = 302 and
+    # n = 100 in one table, exit 0); refused, by settings.json, and record by record without it
+    for other, what in ((["--max-n", "60"], "max_n 50 there, 60 now"),
+                        (["--eps-step", "0.2"], "eps_step 0.1 there, 0.2 now")):  # fmt: skip
+        code, err = _main(capsys, *args, *other, "--resume", "--quiet")
+        assert code == 2 and "--resume: the records in" in err and what in err, err
+    (out / "settings.json").unlink()  # an output written before settings.json existed
+    code, err = _main(capsys, *args, "--max-n", "60", "--resume", "--quiet")
+    assert code == 2 and "made on n = 50 without --train-test, this run asks for n = 60" in err, err
+    code, err = _main(capsys, *args, "--max-n", "100", "--train-test", "--resume", "--quiet")
+    assert code == 2 and "this run asks for n = 100 with --train-test" in err, err
+    assert (out / "results.csv").read_text() == full
     (out / "records.jsonl").write_text(lines[0] + "\n{not json\n")
     code, err = _main(capsys, *args, "--resume")
     lines = err.strip().splitlines()
@@ -123,3 +139,65 @@ def test_evaluate_too_few_points_for_ec_is_one_line_before_any_work(tmp_path, ca
     assert code == 2 and len(lines) == 1, lines
     assert "dataset '3L': EC needs at least 50 points" in lines[0] and got in lines[0]
     assert not out.exists()
+
+
+def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, capsys):
+    """Regressions, each exit 0 before: two --data files of one name were merged into one row (each cell the
+    better of the two); --data OUT/results.csv was overwritten by the results; --task anomaly with the
+    labels 1 = anomaly, 2 = normal scored every detector upside down (LOF 0.31 for 0.75); --only with a
+    typo dropped the name silently.  All one line, before any work."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(DATA / "3L.csv", tmp_path / "a" / "x.csv")
+    shutil.copy(DATA / "4C.csv", tmp_path / "b" / "x.csv")
+    out = tmp_path / "res"
+    out.mkdir()
+    shutil.copy(DATA / "3L.csv", out / "results.csv")
+    before = (out / "results.csv").read_bytes()
+    rows = ["f1,f2,label"] + [f"{i % 7},{i % 5},{1 + (i % 9 == 0)}" for i in range(60)]
+    (tmp_path / "one_two.csv").write_text("\n".join(rows) + "\n")
+    cases = [
+        (["--data", tmp_path / "a" / "x.csv", "--data", tmp_path / "b" / "x.csv"], "two datasets are named"),
+        (["--data", out / "results.csv"], "would be overwritten by the results written to --out"),
+        (["--data", tmp_path / "one_two.csv", "--task", "anomaly"],
+         "--task anomaly: the labels of .* must be 0 \\(normal\\) and 1 \\(anomaly\\), got \\['1', '2'\\]"),
+        (["--data", tmp_path / "a" / "x.csv", "--only", "x,typo"], "--only: no dataset named 'typo'"),
+        (["--data", tmp_path / "a" / "x.csv", "--max-n", "0"], "--max-n must be at least 2, got 0"),
+    ]  # fmt: skip
+    for flags, message in cases:
+        code, err = _main(capsys, "evaluate", *flags, "--out", out, "--quiet")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), lines
+    assert (out / "results.csv").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv"]
+
+
+def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, client, capsys, monkeypatch):
+    """Regression: a relative --data path was opened again by each worker in its own working directory,
+    so a worker started elsewhere read another file of that name (or none); the path is now absolute."""
+    shutil.copy(DATA / "3L.csv", tmp_path / "x.csv")
+    monkeypatch.chdir(tmp_path)  # the session's workers stay in the directory they started in
+    out = tmp_path / "res"
+    args = ["evaluate", "--data", "x.csv", "--max-n", "50", "--eps-step", "0.25", "--only", "x",
+            "--scheduler", client.scheduler.address, "--out", out, "--quiet"]  # fmt: skip
+    assert _main(capsys, *args) == (0, "")
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 16 * 4 and {(r["dataset"], r["n"]) for r in records} == {("x", 50)}
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--eps", "0"], "--eps must be a positive radius, got 0.0"),
+        (["--eps", "nan"], "--eps must be a positive"),
+        (["--eps", "-0.1"], "--eps must be a positive"),
+        (["--max-n", "0"], "--max-n must be at least 2, got 0"),
+    ],
+)
+def test_plot_refuses_a_radius_or_sample_size_that_would_print_nonsense(tmp_path, capsys, flags, message):
+    """Regression: ``plot --eps 0`` / ``nan`` printed density std "nan, nan, ..." and ``--eps -0.1`` "0.00"
+    and wrote the figures, exit 0; ``--max-n 0`` failed after reading the data, naming no option."""
+    code, err = _main(capsys, "plot", DATA / "3L.csv", "--out", tmp_path / "fig", *flags)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not (tmp_path / "fig").exists()

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from points import awkward, blobs, bodies_step, normalised, rounded32
+from points import awkward, blobs, bodies_step, float32_underflow_cases, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import cpu
 
 ONE_STEP_TOL = 1e-6
 RUN_TOL = 1e-5
+
+UNDERFLOW = float32_underflow_cases()
 
 
 @pytest.mark.parametrize("n", [2, 17, 400])
@@ -47,6 +49,19 @@ def test_float32_guard_band_catches_boundary_pairs():
         _, counts, Xn, _ = bodies_step(cpu, X, lam, "epsilon", None, dtype="float32")
         np.testing.assert_array_equal(counts, ref.counts)
         assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+
+
+@pytest.mark.parametrize("name,X,lam,estimator,k", UNDERFLOW, ids=[case[0] for case in UNDERFLOW])
+def test_float32_pairs_whose_sq_underflows_are_decided_in_float64(name, X, lam, estimator, k):
+    """Regression: where a float32 ``sq`` may have underflowed (at most ``plan.exact_below``), it decided
+    membership (a guard band rounded to 0 counted a pair outside the neighbourhood in: counts [2 2 1 1]
+    for [1 1 1 1]) and rho (1, as for a point and itself, off by 0.06 in the positions); both are now
+    taken from the float64 ``sq``, as the oracle on the rounded points does."""
+    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cpu, X, lam, estimator, k, dtype="float32", parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 10)])

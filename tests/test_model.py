@@ -610,6 +610,19 @@ def test_cli_apply_worker_failure_is_one_line(tmp_path, capfd):
     assert not (tmp_path / "out.npy").exists()
 
 
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_cli_apply_refuses_a_worker_count_below_one(tmp_path, capsys, workers):
+    """Regression: ``cdfts apply ... --workers -2`` waited forever for workers that never start (``transform``
+    refused it); ``--workers 0`` silently used the default count."""
+    X = np.random.default_rng(2).random((40, 2))
+    np.save(tmp_path / "in.npy", X)
+    assert main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "fit.npy"), "--max-iter", "1",
+                 "--checkpoint", str(tmp_path / "m.zarr"), "--quiet"]) == 0  # fmt: skip
+    code, err = _apply(capsys, tmp_path / "m.zarr", tmp_path / "in.npy", tmp_path / "o.zarr", "--workers", workers)  # noqa: E501
+    assert code == 2 and err.strip() == f"cdfts apply: error: n_workers must be >= 1, got {workers}", err
+    assert not (tmp_path / "o.zarr").exists()
+
+
 def test_cli_apply_checks_a_csv_header_against_the_fitted_column_names(tmp_path, capsys):
     """Regression: ``cdfts apply`` read a CSV whose columns were the fit's in another order and replayed
     'weight' as 'height' (exit 0; 41.95 where 0.547 was right).  The run's column names (a CSV header,
@@ -673,6 +686,27 @@ def test_a_large_csv_keeps_its_column_names_in_the_store_and_the_estimator(tmp_p
     monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1 << 40)  # a small CSV path to cdf_ts too
     cdf_ts(str(tmp_path / "plain.csv"), max_iter=2, checkpoint=tmp_path / "small.zarr")
     assert fitted.load(tmp_path / "small.zarr").feature_names == ["height", "weight"]
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["small", "block-wise"])
+def test_the_estimator_names_a_csv_headers_repeated_column_names(tmp_path, monkeypatch, large):
+    """Regression: ``CDFTS().fit("x.csv")`` on a header ``a,a,b`` raised narwhals' ``DuplicateError``
+    about a DataFrame the user never made, and a large CSV of that header was fitted with the repeated
+    names kept (so a later transform could not tell its columns apart); both are refused, naming the
+    file and the names, before any work.  The command line keeps accepting such a file."""
+    from cdfts_dask import csv_blocks
+
+    monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1 if large else 1 << 40)
+    path = tmp_path / "repeated.csv"
+    np.savetxt(path, np.random.default_rng(0).random((30, 3)), delimiter=",", header="a,a,b", comments="")
+    message = r"^X: the header of '.*repeated.csv' repeats column names \('a' 2 times\); .* rename the"
+    with pytest.raises(ValueError, match=message):
+        CDFTS(max_iter=1).fit(str(path))
+    est = CDFTS(max_iter=1).fit(np.random.default_rng(1).random((30, 3)))
+    with pytest.raises(ValueError, match=message):
+        est.transform(str(path))
+    assert main(["transform", str(path), str(tmp_path / "out.csv"), "--max-iter", "1", "--quiet"]) == 0
+    assert (tmp_path / "out.csv").read_text().splitlines()[0] == "a,a,b"
 
 
 @pytest.mark.parametrize("names", [["a"], "ab", [1, 2], 7, ["a", "b", "c"]])

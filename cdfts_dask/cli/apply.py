@@ -6,6 +6,7 @@ import time
 import warnings
 
 from .. import model
+from .._validation import check_positive_int
 from ..csv_blocks import CSV_ON_WORKERS_BYTES, is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
@@ -46,6 +47,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    check_positive_int(args.workers, "n_workers")  # before the input decides whether workers are used
     output_format(args.output)
     check_writable(args.output)
     fitted = model.load(args.model)  # first: a MODEL that is no completed run store is named as such

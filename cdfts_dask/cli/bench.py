@@ -11,7 +11,7 @@ from . import HelpFormatter
 def _ints(text: str) -> list[int]:
     try:
         values = [int(float(v)) for v in text.split(",") if v]
-    except ValueError:
+    except (ValueError, OverflowError):  # "x", or "inf" / "1e400"
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not values or min(values) < 2:
         raise argparse.ArgumentTypeError(f"expected integers >= 2, got {text!r}")
@@ -69,13 +69,45 @@ def _ints_or_one(text: str) -> list[int]:
     return values
 
 
+#: options each alternative mode does not use, with their defaults: given otherwise, they are refused (the
+#: mode would time something other than what was asked, and print it as if it were)
+UNUSED = {
+    "user_call": {"gpu": False, "dtype": "float64", "estimator": "epsilon", "k": 10, "tile_size": None,
+                  "oracle_max": 10000},
+    "kernels": {"gpu": False, "workers": [2], "repeat": 3, "tile_size": None, "estimator": "epsilon",
+                "oracle_max": 10000},
+}  # fmt: skip
+
+
+def check_options(args) -> None:
+    """One-line errors, before any timing, for values the benchmark cannot honour."""
+    if args.dims < 1:
+        raise ValueError(f"--dims must be >= 1, got {args.dims}")
+    if args.k < 1:
+        raise ValueError(f"-k must be >= 1, got {args.k}")
+    if not 0 < args.lam < 1:
+        raise ValueError(f"--lam must be in (0, 1), got {args.lam}")
+    if args.tile_size is not None and args.tile_size < 1:
+        raise ValueError(f"--tile-size must be >= 1, got {args.tile_size}")
+    if args.repeat < 1:
+        raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    for mode, unused in UNUSED.items():
+        if getattr(args, mode):
+            given = [_flag(name) for name, default in unused.items() if getattr(args, name) != default]
+            if given:
+                raise ValueError(f"{_flag(mode)} does not use {', '.join(given)}: it times a fixed setup")
+
+
+def _flag(name: str) -> str:
+    return "-" + name if len(name) == 1 else "--" + name.replace("_", "-")
+
+
 def run(args) -> int:
     dtypes = tuple(t.strip() for t in args.dtype.split(","))
     for t in dtypes:
         if t not in ("float64", "float32"):
             raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
-    if args.repeat < 1:
-        raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    check_options(args)
     if args.user_call:
         for n in args.sizes:
             for w in args.workers:

@@ -7,8 +7,12 @@ the train/test protocol, and returns one record per algorithm.  Writes
 ``OUT/*_traintest.md`` (with ``--train-test``), ``OUT/results.csv``,
 ``OUT/parameters.json``, ``OUT/targets.md`` (CDF-TS vs the paper, every
 difference > 0.03), ``OUT/records.json`` / ``records.jsonl`` and
-``OUT/runtime.txt``.  ``--resume`` keeps the records already in ``OUT/records.jsonl`` (checked
-line by line) and runs only the tasks without them.
+``OUT/runtime.txt``, and ``OUT/settings.json`` (the options every record depends on).
+``--resume`` keeps the records already in ``OUT/records.jsonl`` (checked line by line, and
+against ``settings.json``: a resume with other options is refused) and runs only the tasks
+without them.  Datasets are named by file name (two of one name are refused), read by absolute
+path (the workers open them again), and never among the files written to ``OUT``; anomaly
+labels must be 0 and 1.
 """
 
 from __future__ import annotations
@@ -88,13 +92,22 @@ def build_tasks(args) -> list:
 
     if not (0 < args.eps_step <= 0.5):
         raise ValueError(f"--eps-step must be in (0, 0.5], got {args.eps_step}")
-    specs = shared_specs(args.datasets) if args.datasets else []
-    specs += [DatasetSpec(Path(f).stem, args.task, str(f), args.label) for f in args.data]
+    for option in ("max_n", "max_n_anomaly"):
+        if getattr(args, option) < 2:
+            raise ValueError(f"--{option.replace('_', '-')} must be at least 2, got {getattr(args, option)}")
+    # absolute paths: the workers open them again, maybe in another working directory
+    specs = shared_specs(Path(args.datasets).resolve()) if args.datasets else []
+    specs += [DatasetSpec(Path(f).stem, args.task, str(Path(f).resolve()), args.label) for f in args.data]
+    specs = _check_unique_names(specs)
     if args.only:
         keep = {s.strip() for s in args.only.split(",")}
+        unknown = sorted(keep - {s.name for s in specs})
+        if unknown:
+            raise ValueError(f"--only: no dataset named {', '.join(map(repr, unknown))} among those given")
         specs = [s for s in specs if s.name in keep]
     if not specs:
         raise ValueError("no datasets: give --datasets DIR and/or --data FILE")
+    _check_inputs_are_not_outputs(specs, Path(args.out))
     if args.dbscan_eps_step is not None and not (0 < args.dbscan_eps_step <= 0.5):
         raise ValueError(f"--dbscan-eps-step must be in (0, 0.5], got {args.dbscan_eps_step}")
     grids = make_grids(args.eps_step, args.dbscan_eps_step)
@@ -103,6 +116,8 @@ def build_tasks(args) -> list:
         max_n = args.max_n if spec.task == "clustering" else args.max_n_anomaly
         tt = args.train_test and not args.no_train_test
         X, y = load_labelled(spec.path, spec.label)  # validate now: fail before starting the cluster
+        if spec.task == "anomaly":
+            check_anomaly_labels(spec)
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
@@ -116,6 +131,56 @@ def build_tasks(args) -> list:
                 tasks.append(Task(spec, "cdfts", k, max_n, tt, grids, len(y)))
         del X, y
     return tasks
+
+
+#: the files ``run`` writes into ``--out`` (and their temporary names: NAME.tmp)
+WRITTEN = (
+    "records.json", "records.jsonl", "results.csv", "parameters.json", "clustering.md", "anomaly.md",
+    "clustering_traintest.md", "anomaly_traintest.md", "targets.md", "runtime.txt", "settings.json",
+)  # fmt: skip
+
+
+def _check_unique_names(specs: list) -> list:
+    """The specs, each once.  Datasets are told apart by name in the records and tables: two different
+    ones of one name would be merged (each cell the better of the two), so they are refused."""
+    seen: dict[str, object] = {}
+    for spec in specs:
+        if spec.name in seen and spec != seen[spec.name]:
+            raise ValueError(
+                f"two datasets are named {spec.name!r} ({seen[spec.name].path!r} and {spec.path!r}): the "
+                "records and tables name datasets by file name; rename one file"
+            )
+        seen[spec.name] = spec
+    return list(seen.values())
+
+
+def _check_inputs_are_not_outputs(specs, out: Path) -> None:
+    written = {(out / name).resolve() for n in WRITTEN for name in (n, n + ".tmp")}
+    for spec in specs:
+        if Path(spec.path).resolve() in written:
+            raise ValueError(
+                f"--data: {spec.path!r} would be overwritten by the results written to --out {str(out)!r}; "
+                "choose another --out"
+            )
+
+
+def check_anomaly_labels(spec) -> None:
+    """Anomaly labels must be 0 (normal) and 1 (anomaly): the datasets' labels are numbered in sorted
+    order, so 1 = anomaly beside 2 = normal would score every detector upside down."""
+    import numpy as np
+
+    from ..inputs import read_table
+
+    _, labels, _ = read_table(spec.path, label_column=spec.label, name=spec.path)
+    try:
+        values = set(np.unique(np.asarray(labels).astype(np.float64)).tolist())
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not values <= {0.0, 1.0}:
+        shown = sorted(map(str, set(np.asarray(labels).tolist())))[:5]
+        raise ValueError(
+            f"--task anomaly: the labels of {spec.path!r} must be 0 (normal) and 1 (anomaly), got {shown}"
+        )
 
 
 def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -> None:
@@ -173,10 +238,55 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
     records, done = [], set()
     for t in tasks:
         have = by_label.get(t.label, {})
+        for rec in have.values():
+            _check_same_run(path, t, rec)
         if set(have) >= _expected_algorithms(t):
             done.add(t.label)
             records.extend(have[a] for a in sorted(_expected_algorithms(t)))
     return records, done
+
+
+def _check_same_run(path: Path, task, rec: dict) -> None:
+    """A kept record must be what this run would compute: on as many points, with or without the
+    train/test protocol (records before ``settings.json`` existed are checked this way only)."""
+    n = min(task.n_points, task.max_n) if task.max_n else task.n_points
+    kept = (rec["n"], "test_score" in rec)
+    if kept != (n, task.train_test):
+        def how(points, tt):
+            return f"n = {points}{' with' if tt else ' without'} --train-test"
+
+        raise ValueError(
+            f"--resume: {path} holds {task.label} {rec['algorithm']} made on {how(*kept)}, this run asks "
+            f"for {how(n, task.train_test)} (--max-n / --max-n-anomaly / --train-test differ): run without "
+            "--resume, or with the first run's options"
+        )
+
+
+def _settings(args) -> dict:
+    """The options that decide every record (``OUT/settings.json``; a resume must repeat them)."""
+    return {
+        "eps_step": args.eps_step,
+        "dbscan_eps_step": args.dbscan_eps_step,
+        "max_n": args.max_n,
+        "max_n_anomaly": args.max_n_anomaly,
+        "train_test": bool(args.train_test and not args.no_train_test),
+    }
+
+
+def _check_resumed_settings(out: Path, settings: dict) -> None:
+    path = out / "settings.json"
+    if not path.exists():  # an older output: its records are checked one by one (_check_same_run)
+        return
+    try:
+        kept = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--resume: {path} is not JSON ({exc.msg}); cannot resume") from None
+    differ = [f"{k} {kept.get(k)!r} there, {v!r} now" for k, v in settings.items() if kept.get(k) != v]
+    if differ:
+        raise ValueError(
+            f"--resume: the records in {out} were made with other options ({'; '.join(differ)}): run "
+            "without --resume, or with the first run's options"
+        )
 
 
 def run(args) -> int:
@@ -191,13 +301,16 @@ def run(args) -> int:
     tic = time.perf_counter()
     records: list[dict] = []
     resumed: set[str] = set()
+    settings = _settings(args)
     if args.resume:
+        _check_resumed_settings(out, settings)
         records, resumed = load_done(out / "records.jsonl", tasks)
         tmp = out / "records.jsonl.tmp"
         tmp.write_text("".join(json.dumps(r, default=float) + "\n" for r in records))
         tmp.replace(out / "records.jsonl")
     else:
         (out / "records.jsonl").unlink(missing_ok=True)
+    _write(out / "settings.json", json.dumps(settings, indent=1) + "\n")
     tasks = [t for t in tasks if t.label not in resumed]
     from distributed import as_completed
 

@@ -37,11 +37,15 @@ def run(args) -> int:
     from ..evaluation import plots
     from ..evaluation.datasets import load_labelled
 
-    X, y = load_labelled(args.input, args.label)
     if not 0 < args.lam < 1:
         raise ValueError(f"--lam must be in (0, 1), got {args.lam}")
+    if not 0 < args.eps < float("inf"):  # a radius on the normalised points (0, nan: every std nan, exit 0)
+        raise ValueError(f"--eps must be a positive radius, got {args.eps}")
     if args.iterations < 1:
         raise ValueError(f"--iterations must be >= 1, got {args.iterations}")
+    if args.max_n < 2:
+        raise ValueError(f"--max-n must be at least 2, got {args.max_n}")
+    X, y = load_labelled(args.input, args.label)
     if len(y) > args.max_n:
         idx = np.sort(np.random.default_rng(0).choice(len(y), size=args.max_n, replace=False))
         X, y = X[idx], y[idx]

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..normalise import column_span
 from . import cpu_kernels as kern
-from .plan import ShiftPlan, chunks, guard_band, kth_buffered, sq_bound_factors, triangle_panels
+from .plan import ShiftPlan, chunks, exact_below, guard_band, kth_buffered, sq_bound_factors, triangle_panels
 
 #: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
 KNN_PANEL_BYTES = 64 * 2**20
@@ -154,9 +154,9 @@ def shift_sums(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan) -> tuple[np.ndarra
     YT = np.ascontiguousarray(Y.T)
     A = np.zeros(Y.shape[0])
     BT = np.zeros((Y.shape[1], Y.shape[0]))
-    kern.shift_accumulate(
-        P, YT, plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, A, BT, kern.columns_token(P.shape[1])
-    )
+    tiny = P.dtype.type(exact_below(P.shape[1], P.dtype))
+    coefficients = (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, tiny)
+    kern.shift_accumulate(P, YT, *coefficients, A, BT, kern.columns_token(P.shape[1]))
     return A / n_ref, BT.T / n_ref
 
 

@@ -343,11 +343,13 @@ def _in_band(v, tlo, thi):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, rin, a, bm, r0, r1, r2, r3):
+def _rho_group(
+    X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, rin, a, bm, tiny, r0, r1, r2, r3
+):
     """rho of the group's four references against targets [y0, y0 + w) into ``r_k`` (float64): ``sq``
     from ``s_k`` plus columns [``head_columns(d)``, d), summed in registers (``d = len(columns)``, a
     compile-time constant); returns the number of targets with a ``sq`` inside some reference's guard
-    band (the caller re-checks those in float64)."""
+    band or at most ``tiny`` (the caller re-checks those in float64)."""
     j0, cols, x0, x1, x2, x3 = _group_start(X, z0, z1, z2, z3, columns)
     l0, l1, l2, l3 = Tlo[z0], Tlo[z1], Tlo[z2], Tlo[z3]
     h0, h1, h2, h3 = Thi[z0], Thi[z1], Thi[z2], Thi[z3]
@@ -362,17 +364,24 @@ def _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3, Tlo, Thi, 
         r2[t] = _rho(v2, l2, i2, a2, b2)
         r3[t] = _rho(v3, l3, i3, a3, b3)
         amb += _in_band(v0, l0, h0) | _in_band(v1, l1, h1) | _in_band(v2, l2, h2) | _in_band(v3, l3, h3)
+        amb += (v0 <= tiny) | (v1 <= tiny) | (v2 <= tiny) | (v3 <= tiny)
     return amb
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, rz, sq):
-    """Exact membership where the working-dtype ``sq`` (summed again into ``sq``, in the same order: the
-    same values) lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``."""
+def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, rz, az, bz, tiny, sq):
+    """Exact membership where the working-dtype ``sq`` (summed again, in the same order: the same
+    values) lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``.  At or
+    below ``tiny`` (float32 values that may have underflowed, :func:`~cdfts_dask.engine.plan.exact_below`)
+    rho is taken from the float64 ``sq`` e alone: 1 at e = 0, ``r(z)`` inside, ``a + b / sqrt(e)`` outside."""
     _sq_row(sq, X, z, YT, y0, y1)
     for t in range(y1 - y0):
         v = sq[t]
-        if v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
+        if v <= tiny:
+            e = _sq64(X, z, YT, y0 + t)
+            outside = np.float64(az) + np.float64(bz) / np.sqrt(e)
+            rho[t] = 1.0 if e == 0 else (np.float64(rz) if e <= T else outside)
+        elif v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
             rho[t] = rz
 
 
@@ -398,7 +407,7 @@ def _buffers(dtype):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
+def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, tiny, A, BT, columns):
     """Accumulate ``A(y) += sum_z rho(z, y)`` and ``BT[:, y] += sum_z rho(z, y) z`` over all refs z.
 
     ``X``: reference points (rows z), ``YT``: target block transposed (d x nt),
@@ -408,7 +417,9 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
     ``Tlo``/``Thi`` the guard band in X's dtype), ``rin[z] = r(z)`` (rho inside),
     and rho outside ``= a[z] + bm[z] / sqrt(sq)`` (the oracle's
     ``((s - lam) (1 - q) / (1 - lam) + q) / s`` with ``s = sqrt(sq) / m``);
-    rho = 1 where sq = 0.
+    rho = 1 where sq = 0.  A working-dtype ``sq`` at most ``tiny``
+    (:func:`~cdfts_dask.engine.plan.exact_below`: float32 values that may have
+    underflowed; -1 in float64) has its rho from the float64 ``sq``.
 
     References are swept in chunks of ``REF_CHUNK`` (cache blocking) and in
     groups of four against blocks of ``BLOCK`` targets: each target's ``sq``
@@ -436,10 +447,11 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, A, BT, columns):
                 if head:
                     _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3)
                 amb = _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3,
-                                 Tlo, Thi, rin, a, bm, r0, r1, r2, r3)  # fmt: skip
+                                 Tlo, Thi, rin, a, bm, tiny, r0, r1, r2, r3)  # fmt: skip
                 if amb:
                     for z, r in ((z0, r0), (z1, r1), (z2, r2), (z3, r3)):
-                        _band_recheck(X, YT, y0, y1, z, r, T[z], Tlo[z], Thi[z], rin[z], sq)
+                        coefficients = (T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z], tiny)
+                        _band_recheck(X, YT, y0, y1, z, r, *coefficients, sq)
                 if g < 4:  # a short group's repeated reference adds nothing
                     r3[:w] = 0
                     if g < 3:

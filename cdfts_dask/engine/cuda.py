@@ -2,9 +2,12 @@
 (:mod:`cdfts_dask.engine.cuda_kernels`); the same interface as :mod:`cdfts_dask.engine.cpu`.
 
 One ``dask_cuda`` worker per GPU holds the points on its device across
-passes and iterations; what crosses to the host is scalars, d-vectors, the
-O(n) count or radius vectors, and the positions only when a checkpoint or
-the result asks for them (``to_host``).  The k-th neighbour radius works in
+passes; what crosses to the host is scalars, d-vectors, the O(n) count or
+radius vectors, and the positions only when a checkpoint or the result asks
+for them (``to_host``).  With several GPUs, each iteration's new positions
+are assembled on one worker (the graph's ``finish`` task) and copied from
+there to every other worker that runs a panel: O(n d) bytes per worker and
+iteration, through host memory over dask-cuda's default TCP transport.  The k-th neighbour radius works in
 sub-panels of full rows of ``sq`` (at most :data:`KNN_PANEL_BYTES`), selected
 with the array module's ``partition``.
 

@@ -33,8 +33,10 @@ need their sizes at compile time.
 Shared memory.  A kernel may declare at most 48 KiB of static shared memory
 (``cuda.shared.array``; ptxas rejects more: "uses too much shared data
 (..., 0xc000 max)"), and the simulator does not check.  A tile therefore holds
-``min(threads, what fits)`` points (:func:`tile_points`): 128 points of
-float64 up to d = 42, fewer above; the block still has ``threads`` threads
+``min(threads, what fits)`` points (:func:`tile_points`): 128 points up to
+d = 48 for the coordinate tiles of float64 points, and for the shift's tile
+(coordinates and per-point constants) up to d = 41 in float64 and d = 29 in
+float32 (which also keeps a float64 copy), fewer above; the block still has ``threads`` threads
 (rows), the first ``tile`` of them load the tile.
 """
 
@@ -47,7 +49,7 @@ import os
 import numpy as np
 from numba import cuda
 
-from .plan import sq_bound_factors
+from .plan import exact_below, sq_bound_factors
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
@@ -219,12 +221,15 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
     tile_coords = tile_points(size * d, threads, shared_bytes)  # the diameter's and the counts' tiles
     # per point: coordinates, T (float64), 5 constants, and in float32 the coordinates again in float64 for
     # the sums; float64 sums from the tile itself, beside a 1 x 1 placeholder for the unused copy
+    # (8 bytes are kept back for the 1 x 1 placeholder, or for the 4 bytes of padding that align the float64
+    # copy after an odd number of float32 coordinates: ptxas counts them, d = 1363 went 4 bytes past 48 KiB)
     if exact_work:
         tile_shift = tile_points(size * d + 8 + 5 * size, threads, shared_bytes - 8)
         shadow_shape = (1, 1)
     else:
-        tile_shift = tile_points(size * d + 8 + 5 * size + 8 * d, threads, shared_bytes)
+        tile_shift = tile_points(size * d + 8 + 5 * size + 8 * d, threads, shared_bytes - 8)
         shadow_shape = (tile_shift, d)
+    tiny = wt(exact_below(d, dtype))  # a working sq at most this: rho from the float64 sq (-1 in float64)
 
     load_tile, load_own, sq_exact = _tile_functions(d)
     sq_tile, sq_above, floor_of, _ = _working_functions(d, dtype)
@@ -313,7 +318,9 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
         with their plan constants (in float32 also a float64 copy of the
         tile's coordinates, ``shadow``, for the float64 sums), visited in the
         order 0..n_ref-1 by every target (equal targets get bit-identical sums).  rho: 1 where sq = 0;
-        ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.
+        ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.  In float32 a
+        ``sq`` at most ``tiny`` (:func:`~cdfts_dask.engine.plan.exact_below`: it may have underflowed)
+        has its rho from the float64 ``sq``.
         """
         n_ref = P.shape[0]
         tid = cuda.threadIdx.x
@@ -348,15 +355,24 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             if live:
                 for t in range(min(tile_shift, n_ref - z0)):
                     v = sq_tile(tile, t, Y, y)
-                    if v == 0:
-                        rho = one
-                    elif v <= t_lo[t]:
-                        rho = t_rin[t]
-                    elif v > t_hi[t] or sq_exact(P, z0 + t, Y, y) > t_T[t]:
-                        rho = t_a[t] + t_bm[t] / math.sqrt(v)
+                    if v <= tiny:  # float32 only: a value that may have underflowed decides nothing
+                        e = sq_exact(P, z0 + t, Y, y)
+                        if e == 0:
+                            r = 1.0
+                        elif e <= t_T[t]:
+                            r = np.float64(t_rin[t])
+                        else:
+                            r = np.float64(t_a[t]) + np.float64(t_bm[t]) / math.sqrt(e)
                     else:
-                        rho = t_rin[t]
-                    r = np.float64(rho)
+                        if v == 0:
+                            rho = one
+                        elif v <= t_lo[t]:
+                            rho = t_rin[t]
+                        elif v > t_hi[t] or sq_exact(P, z0 + t, Y, y) > t_T[t]:
+                            rho = t_a[t] + t_bm[t] / math.sqrt(v)
+                        else:
+                            rho = t_rin[t]
+                        r = np.float64(rho)
                     total += r
                     for j in range(d):
                         acc[j] += r * (tile[t, j] if exact_work else shadow[t, j])

@@ -92,10 +92,30 @@ def sq_bound_factors(d: int, dtype) -> tuple[float, float, float]:
     return 1.0 - g, 1.0 + g, FLOAT32_SQ_FLOOR
 
 
-def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside.
+def exact_below(d: int, dtype) -> float:
+    """The working-dtype ``sq`` at or below which a pair is decided on its float64 ``sq`` alone.
 
-    For float64 the band is empty (``T_lo = T_hi = T``): every test is exact.
+    float32: ``fl32(FLOAT32_SQ_FLOOR (1 + g))`` rounded up (:func:`float32_sq_tolerance`).  A float32
+    ``sq`` above it proves the float64 one above the floor (where the float32 value is accurate); at or
+    below it the float32 value may have lost terms to underflow (0 for two distinct points less than
+    about 1e-23 apart), so it can neither place the pair in or out of a neighbourhood nor stand for
+    ``s`` in rho.  float64: -1 (every ``sq`` is the oracle's own).
+    """
+    if np.dtype(dtype) == np.float64:
+        return -1.0
+    g = float32_sq_tolerance(d)
+    return float(np.nextafter(np.float32(FLOAT32_SQ_FLOOR * (1 + g)), np.float32(np.inf)))
+
+
+def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(T_lo, T_hi)`` in ``dtype``: a float32 ``sq`` <= T_lo is surely inside, > T_hi surely outside;
+    one in between is decided on its float64 ``sq``.
+
+    For float64 the band is empty (``T_lo = T_hi = T``): every test is exact.  In float32 the band is
+    ``T (1 -+ g)`` (:func:`float32_sq_tolerance`), valid for T >= :data:`FLOAT32_SQ_FLOOR`; a smaller
+    T (an epsilon neighbourhood of lam below about 1e-12 of the diameter, a k-NN radius of near
+    duplicates) gets the band ``(-1, exact_below(d)]``: no float32 ``sq`` is surely inside, and
+    every one that may be below the floor is decided in float64.
     """
     dtype = np.dtype(dtype)
     if dtype == np.float64:
@@ -103,6 +123,9 @@ def guard_band(T: np.ndarray, d: int, dtype) -> tuple[np.ndarray, np.ndarray]:
     g = float32_sq_tolerance(d)
     lo = np.nextafter((T * (1 - g)).astype(np.float32), np.float32(0))
     hi = np.nextafter((T * (1 + g)).astype(np.float32), np.float32(np.inf))
+    below_floor = np.asarray(T) < FLOAT32_SQ_FLOOR
+    lo = np.where(below_floor, np.float32(-1), lo)
+    hi = np.where(below_floor, np.maximum(hi, np.float32(exact_below(d, dtype))), hi)
     return lo.astype(dtype), hi.astype(dtype)
 
 
