@@ -41,6 +41,7 @@ import io
 import re
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ def check_unique_names(header: list[str] | None, path, name: str) -> None:
     """A CSV read by the estimator: its header names become ``feature_names_in_``, which scikit-learn
     needs unique (its own check raised narwhals' ``DuplicateError`` about a DataFrame the user never
     made); refused naming the repeated names and the file."""
-    repeated = {n: header.count(n) for n in dict.fromkeys(header or []) if header.count(n) > 1}
+    repeated = {n: k for n, k in Counter(header or []).items() if k > 1}
     if repeated:
         listed = ", ".join(f"{n!r} {k} times" for n, k in repeated.items())
         raise ValueError(

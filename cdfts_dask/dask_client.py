@@ -78,9 +78,9 @@ def check_workers(client, gpu: bool = False) -> None:
             f"client: the workers {', '.join(missing)} of {where} cannot import cdfts_dask (a worker dies "
             f"reading a task that names it): install cdfts-dask {__version__} there"
         )
-    found = client.get_versions(packages=["cdfts_dask"])["workers"]  # the installed distributions' versions
-    other = {a: w["packages"]["cdfts_dask"] for a, w in sorted(found.items())}
-    other = {a: v for a, v in other.items() if v != __version__}
+    workers = client.get_versions(packages=["cdfts_dask"])["workers"]  # the installed distributions'
+    versions = {a: w["packages"]["cdfts_dask"] for a, w in sorted(workers.items())}
+    other = {a: v for a, v in versions.items() if v != __version__}
     if other:
         listed = ", ".join(f"{a} ({v})" for a, v in other.items())
         raise ValueError(

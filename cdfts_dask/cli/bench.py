@@ -59,7 +59,8 @@ def register(sub) -> None:
         action="store_true",
         help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
     )
-    p.set_defaults(func=run)
+    unused = {name for names in UNUSED.values() for name in names}
+    p.set_defaults(func=run, defaults={name: p.get_default(name) for name in unused})
 
 
 def _ints_or_one(text: str) -> list[int]:
@@ -69,14 +70,12 @@ def _ints_or_one(text: str) -> list[int]:
     return values
 
 
-#: options each alternative mode does not use, with their defaults: given otherwise, they are refused (the
-#: mode would time something other than what was asked, and print it as if it were)
+#: options each alternative mode does not use: given with another value than their default, they are
+#: refused (the mode would time something other than what was asked, and print it as if it were)
 UNUSED = {
-    "user_call": {"gpu": False, "dtype": "float64", "estimator": "epsilon", "k": 10, "tile_size": None,
-                  "oracle_max": 10000},
-    "kernels": {"gpu": False, "workers": [2], "repeat": 3, "tile_size": None, "estimator": "epsilon",
-                "oracle_max": 10000},
-}  # fmt: skip
+    "user_call": ("gpu", "dtype", "estimator", "k", "tile_size", "oracle_max"),
+    "kernels": ("gpu", "workers", "repeat", "tile_size", "estimator", "oracle_max"),
+}
 
 
 def check_options(args) -> None:
@@ -93,7 +92,7 @@ def check_options(args) -> None:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
     for mode, unused in UNUSED.items():
         if getattr(args, mode):
-            given = [_flag(name) for name, default in unused.items() if getattr(args, name) != default]
+            given = [_flag(name) for name in unused if getattr(args, name) != args.defaults[name]]
             if given:
                 raise ValueError(f"{_flag(mode)} does not use {', '.join(given)}: it times a fixed setup")
 

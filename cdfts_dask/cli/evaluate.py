@@ -98,7 +98,7 @@ def build_tasks(args) -> list:
     # absolute paths: the workers open them again, maybe in another working directory
     specs = shared_specs(Path(args.datasets).resolve()) if args.datasets else []
     specs += [DatasetSpec(Path(f).stem, args.task, str(Path(f).resolve()), args.label) for f in args.data]
-    specs = _check_unique_names(specs)
+    specs = _distinct_datasets(specs)
     if args.only:
         keep = {s.strip() for s in args.only.split(",")}
         unknown = sorted(keep - {s.name for s in specs})
@@ -115,9 +115,8 @@ def build_tasks(args) -> list:
     for spec in specs:
         max_n = args.max_n if spec.task == "clustering" else args.max_n_anomaly
         tt = args.train_test and not args.no_train_test
-        X, y = load_labelled(spec.path, spec.label)  # validate now: fail before starting the cluster
-        if spec.task == "anomaly":
-            check_anomaly_labels(spec)
+        # validate now: fail before starting the cluster
+        X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
@@ -140,7 +139,7 @@ WRITTEN = (
 )  # fmt: skip
 
 
-def _check_unique_names(specs: list) -> list:
+def _distinct_datasets(specs: list) -> list:
     """The specs, each once.  Datasets are told apart by name in the records and tables: two different
     ones of one name would be merged (each cell the better of the two), so they are refused."""
     seen: dict[str, object] = {}
@@ -162,25 +161,6 @@ def _check_inputs_are_not_outputs(specs, out: Path) -> None:
                 f"--data: {spec.path!r} would be overwritten by the results written to --out {str(out)!r}; "
                 "choose another --out"
             )
-
-
-def check_anomaly_labels(spec) -> None:
-    """Anomaly labels must be 0 (normal) and 1 (anomaly): the datasets' labels are numbered in sorted
-    order, so 1 = anomaly beside 2 = normal would score every detector upside down."""
-    import numpy as np
-
-    from ..inputs import read_table
-
-    _, labels, _ = read_table(spec.path, label_column=spec.label, name=spec.path)
-    try:
-        values = set(np.unique(np.asarray(labels).astype(np.float64)).tolist())
-    except (TypeError, ValueError):
-        values = None
-    if values is None or not values <= {0.0, 1.0}:
-        shown = sorted(map(str, set(np.asarray(labels).tolist())))[:5]
-        raise ValueError(
-            f"--task anomaly: the labels of {spec.path!r} must be 0 (normal) and 1 (anomaly), got {shown}"
-        )
 
 
 def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -> None:

@@ -379,8 +379,12 @@ def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, rz, az, bz, tiny, sq):
         v = sq[t]
         if v <= tiny:
             e = _sq64(X, z, YT, y0 + t)
-            outside = np.float64(az) + np.float64(bz) / np.sqrt(e)
-            rho[t] = 1.0 if e == 0 else (np.float64(rz) if e <= T else outside)
+            if e == 0:
+                rho[t] = 1.0
+            elif e <= T:
+                rho[t] = rz
+            else:
+                rho[t] = np.float64(az) + np.float64(bz) / np.sqrt(e)
         elif v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
             rho[t] = rz
 

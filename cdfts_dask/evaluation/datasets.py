@@ -30,11 +30,15 @@ class DatasetSpec:
         return f"{self.task}/{self.name}"
 
 
-def load_labelled(path, label: str | int = "label") -> tuple[np.ndarray, np.ndarray]:
+def load_labelled(
+    path, label: str | int = "label", anomaly: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Points (float64) and integer labels 0..K-1 (by sorted label value) of a labelled table.
 
     ``label`` is a header name or a column index (-1 = last, the only choice for
-    header-less CSV, .npy and Zarr inputs).
+    header-less CSV, .npy and Zarr inputs).  ``anomaly``: the labels must be 0
+    (normal) and 1 (anomaly), refused otherwise (numbered in sorted order, 1 = anomaly
+    beside 2 = normal would score every detector upside down).
     """
     X, labels, _ = read_table(path, label_column=label, name=str(path))
     if labels is None:
@@ -44,7 +48,12 @@ def load_labelled(path, label: str | int = "label") -> tuple[np.ndarray, np.ndar
         values = values.astype(np.float64)
     except (TypeError, ValueError):
         values = values.astype(str)
-    _, y = np.unique(values, return_inverse=True)
+    classes, y = np.unique(values, return_inverse=True)
+    if anomaly and not (classes.dtype.kind == "f" and set(classes.tolist()) <= {0.0, 1.0}):
+        shown = sorted(map(str, set(np.asarray(labels).tolist())))[:5]
+        raise ValueError(
+            f"--task anomaly: the labels of {str(path)!r} must be 0 (normal) and 1 (anomaly), got {shown}"
+        )
     return np.asarray(X, dtype=np.float64), y.astype(np.int64)
 
 
