@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import absolute, remove_stale_temporaries, temporary_sibling
+from .paths import absolute, replaced_atomically
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -62,26 +62,27 @@ def write_table(
     if fmt == ".zarr":
         write_output_zarr(path, X)
         return
-    tmp = temporary_sibling(path)
+    reason = None
     try:
-        if fmt == ".npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, X)
-        else:
-            with open(tmp, "w", newline="") as fh:
-                writer = csv.writer(fh)
-                names = header or [f"x{j}" for j in range(X.shape[1])]
-                writer.writerow(names + ([label_name] if labels is not None else []))
-                for i, row in enumerate(X):
-                    cells = [repr(float(x)) for x in row]
-                    writer.writerow(cells + ([labels[i]] if labels is not None else []))
-        os.replace(tmp, path)
-        remove_stale_temporaries(path)
+        with replaced_atomically(path) as tmp:
+            try:
+                if fmt == ".npy":
+                    with open(tmp, "wb") as fh:
+                        np.save(fh, X)
+                else:
+                    with open(tmp, "w", newline="") as fh:
+                        writer = csv.writer(fh)
+                        names = header or [f"x{j}" for j in range(X.shape[1])]
+                        writer.writerow(names + ([label_name] if labels is not None else []))
+                        for i, row in enumerate(X):
+                            cells = [repr(float(x)) for x in row]
+                            writer.writerow(cells + ([labels[i]] if labels is not None else []))
+            except OSError as exc:
+                reason = _write_error(exc, path.parent)  # now: the temporary still fills a full disk
+                raise
     except OSError as exc:
-        message = f"output: cannot write {str(path)!r}: {_write_error(exc, path.parent)}"
+        message = f"output: cannot write {str(path)!r}: {reason or _write_error(exc, path.parent)}"
         raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _write_error(exc: OSError, directory: Path) -> str:

@@ -19,6 +19,8 @@ import re
 import shutil
 import socket
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 #: the ``format`` attribute of a checkpoint store's root group (see :mod:`cdfts_dask.store`)
@@ -83,6 +85,21 @@ def remove_stale_temporaries(path) -> list[str]:
             entry.unlink(missing_ok=True)
         removed.append(entry.name)
     return removed
+
+
+@contextmanager
+def replaced_atomically(path) -> Iterator[Path]:
+    """Yield a :func:`temporary_sibling` of ``path`` to write a file into; when the block ends without an
+    error it is renamed onto ``path`` (a reader sees the old file or the whole new one, never a part)
+    and the temporaries of killed writers are removed; on an error it is removed and ``path`` is left
+    as it was."""
+    tmp = temporary_sibling(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+        remove_stale_temporaries(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def absolute(path, name: str = "path") -> str:

@@ -34,7 +34,7 @@ import socket
 import sys
 from pathlib import Path
 
-from cdfts_dask.cli import OneLineErrorParser, build_parser, run_command
+from cdfts_dask.cli import HelpFormatter, OneLineErrorParser, build_parser, run_command
 from cdfts_dask.inputs import _check_readable as check_readable
 from cdfts_dask.log import logger, verbosity
 from cdfts_dask.outputs import check_writable, output_format
@@ -118,7 +118,7 @@ def build_hpc_parser() -> argparse.ArgumentParser:
         "here is cdfts transform's: INPUT OUTPUT [--lam ...] [--checkpoint STORE] [--resume] "
         "(see cdfts transform --help).",
         allow_abbrev=False,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument("system", choices=["slurm", "pbs"])
     p.add_argument("--jobs", type=int, default=4, help="batch jobs = Dask workers (one core each)")

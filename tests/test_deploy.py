@@ -31,6 +31,15 @@ def load(name: str):
 # -- docker compose ------------------------------------------------------------------------------------
 
 
+def test_every_compose_command_in_the_docs_names_the_compose_file():
+    """Regression: one ``docker compose up`` in deploy/README.md had no ``-f deploy/docker-compose.yml``;
+    run from the repository root (where the others run) it finds no compose project."""
+    text = "\n".join(doc.read_text() for doc in (DEPLOY / "README.md", ROOT / "README.md"))
+    commands = re.findall(r"docker compose\b[^`\n]*", text)
+    assert len(commands) >= 5
+    assert [c for c in commands if not c.startswith("docker compose -f deploy/docker-compose.yml ")] == []
+
+
 def test_compose_services_commands_and_volumes():
     spec = load("docker-compose.yml")
     services = spec["services"]

@@ -81,9 +81,17 @@ def _main(capsys, *args) -> tuple[int, str]:
 def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     """In process on the session's cluster, 50 stratified rows of 3L (EC's least): the same 16 tasks."""
     out = tmp_path / "res"
+    out.mkdir()
+    # Regression: tables of an earlier run into the same --out stayed beside the new ones (here: an
+    # anomaly table and a train/test table this run does not write), describing other records
+    for stale in ("anomaly.md", "clustering_traintest.md"):
+        (out / stale).write_text("| an earlier run's table |\n")
     args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "50", "--eps-step", "0.1",
             "--scheduler", client.scheduler.address, "--out", out]  # fmt: skip
     assert _main(capsys, *args, "--quiet") == (0, "")
+    written = {"clustering.md", "results.csv", "parameters.json", "targets.md", "records.json",
+               "records.jsonl", "runtime.txt", "settings.json"}  # fmt: skip
+    assert {p.name for p in out.iterdir()} == written
     full = (out / "results.csv").read_text()
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 16 * 4  # 16 tasks (original + 3 views x 5 lambdas) x 4 algorithms
@@ -91,6 +99,13 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     code, err = _main(capsys, *args, "--resume")
     assert code == 0 and "2 tasks (14 resumed)" in err
     assert (out / "results.csv").read_text() == full
+    # Regression: a run killed while appending leaves its last line cut short, and --resume refused the
+    # whole file ("line 64 is not JSON; cannot resume"); that task is now run again
+    (out / "records.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40])
+    code, err = _main(capsys, *args, "--resume")
+    assert code == 0 and "line 64 was cut short (a killed run)" in err and "1 tasks (15 resumed)" in err, err
+    assert (out / "results.csv").read_text() == full
+    assert {p.name for p in out.iterdir()} == written
     assert json.loads((out / "settings.json").read_text())["max_n"] == 50
     # Regression: a resume with other options kept the first run's records beside new ones (n = 302 and
     # n = 100 in one table, exit 0); refused, by settings.json, and record by record without it
@@ -104,10 +119,11 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     code, err = _main(capsys, *args, "--max-n", "100", "--train-test", "--resume", "--quiet")
     assert code == 2 and "this run asks for n = 100 with --train-test" in err, err
     assert (out / "results.csv").read_text() == full
-    (out / "records.jsonl").write_text(lines[0] + "\n{not json\n")
-    code, err = _main(capsys, *args, "--resume")
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "line 2 is not JSON" in lines[0]
+    for text in (lines[0] + "\n{not json\n", "{not json\n" + lines[0]):  # a bad line that is not a torn end
+        (out / "records.jsonl").write_text(text)
+        code, err = _main(capsys, *args, "--resume")
+        err_lines = err.strip().splitlines()
+        assert code == 2 and len(err_lines) == 1 and "is not JSON" in err_lines[0], err
 
 
 def test_plot_in_process_without_warnings(tmp_path, capsys):
@@ -157,12 +173,18 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
     rows = ["f1,f2,label"] + [f"{i % 7},{i % 5},{1 + (i % 9 == 0)}" for i in range(60)]
     (tmp_path / "one_two.csv").write_text("\n".join(rows) + "\n")
     cases = [
-        (["--data", tmp_path / "a" / "x.csv", "--data", tmp_path / "b" / "x.csv"], "two datasets are named"),
+        (["--data", tmp_path / "a" / "x.csv", "--data", tmp_path / "b" / "x.csv"],
+         "two clustering datasets are named 'x'"),
         (["--data", out / "results.csv"], "would be overwritten by the results written to --out"),
         (["--data", tmp_path / "one_two.csv", "--task", "anomaly"],
          "--task anomaly: the labels of .* must be 0 \\(normal\\) and 1 \\(anomaly\\), got \\['1', '2'\\]"),
         (["--data", tmp_path / "a" / "x.csv", "--only", "x,typo"], "--only: no dataset named 'typo'"),
         (["--data", tmp_path / "a" / "x.csv", "--max-n", "0"], "--max-n must be at least 2, got 0"),
+        # Regression: a grid of 1/step values was built first (1e-9: 8 GB, then 10^9 eps per search)
+        (["--data", tmp_path / "a" / "x.csv", "--eps-step", "1e-9"],
+         r"--eps-step must be in \[1e-05, 0.5\] \(a grid of at most 100000 values\), got 1e-09"),
+        (["--data", tmp_path / "a" / "x.csv", "--dbscan-eps-step", "0"], r"--dbscan-eps-step must be in \["),
+        (["--data", tmp_path / "a" / "x.csv", "--workers", "0"], r"--workers must be >= 1, got 0"),
     ]  # fmt: skip
     for flags, message in cases:
         code, err = _main(capsys, "evaluate", *flags, "--out", out, "--quiet")
@@ -201,3 +223,50 @@ def test_plot_refuses_a_radius_or_sample_size_that_would_print_nonsense(tmp_path
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and message in lines[0], lines
     assert not (tmp_path / "fig").exists()
+
+
+def test_plot_never_leaves_a_half_written_png(tmp_path, capsys, monkeypatch):
+    """Regression: figures were saved straight to their names, so a write that failed part way (a full
+    disk) left a truncated PNG in place of the earlier figure.  Now the earlier figure stays whole and no
+    temporary is left; a successful write replaces it."""
+    from matplotlib.figure import Figure
+
+    real_savefig = Figure.savefig
+    earlier = b"\x89PNG an earlier, complete figure"
+    (tmp_path / "3L_convergence.png").write_bytes(earlier)
+
+    def disk_fills_up(fig, fname, **kwargs):
+        with open(fname, "wb") as fh:
+            fh.write(b"\x89PNG\r\n\x1a\n half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", disk_fills_up)
+    plot = ["plot", DATA / "3L.csv", "--out", tmp_path, "--iterations", "2", "--max-n", "80"]
+    code, err = _main(capsys, *plot)
+    assert code == 2 and "No space left on device" in err, err
+    assert (tmp_path / "3L_convergence.png").read_bytes() == earlier
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["3L_convergence.png"]
+    monkeypatch.setattr(Figure, "savefig", real_savefig)
+    code, err = _main(capsys, *plot)
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["3L_convergence.png", "3L_iterations.png"]
+    assert (tmp_path / "3L_convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "3L_convergence.png").stat().st_size > 1000
+
+
+def test_evaluate_builds_the_published_tasks_of_the_shared_collection(shared_datasets, tmp_path):
+    """Regression: the duplicate-name check keyed datasets by file name alone, so ``--datasets
+    ../shared/datasets`` (dermatology is a clustering and an anomaly dataset) was refused before any work,
+    the documented command included.  Its tasks are those whose records ``docs/results`` holds."""
+    from cdfts_dask.cli import build_parser
+    from cdfts_dask.cli.evaluate import _record_label, build_tasks
+
+    args = build_parser().parse_args(["evaluate", "--datasets", str(shared_datasets), "--out", str(tmp_path)])
+    labels = {t.label for t in build_tasks(args)}
+    published = (ROOT / "docs" / "results" / "records.jsonl").read_text().splitlines()
+    assert labels == {_record_label(json.loads(line)) for line in published}
+    assert {"clustering/dermatology original", "anomaly/dermatology original"} <= labels
+    args = build_parser().parse_args(
+        ["evaluate", "--datasets", str(shared_datasets), "--only", "dermatology", "--out", str(tmp_path)]
+    )
+    assert {t.spec.key for t in build_tasks(args)} == {"clustering/dermatology", "anomaly/dermatology"}

@@ -619,7 +619,7 @@ def test_cli_apply_refuses_a_worker_count_below_one(tmp_path, capsys, workers):
     assert main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "fit.npy"), "--max-iter", "1",
                  "--checkpoint", str(tmp_path / "m.zarr"), "--quiet"]) == 0  # fmt: skip
     code, err = _apply(capsys, tmp_path / "m.zarr", tmp_path / "in.npy", tmp_path / "o.zarr", "--workers", workers)  # noqa: E501
-    assert code == 2 and err.strip() == f"cdfts apply: error: n_workers must be >= 1, got {workers}", err
+    assert code == 2 and err.strip() == f"cdfts apply: error: --workers must be >= 1, got {workers}", err
     assert not (tmp_path / "o.zarr").exists()
 
 

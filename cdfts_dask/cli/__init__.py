@@ -22,12 +22,12 @@ SUBCOMMANDS = ["transform", "apply", "evaluate", "plot", "bench"]
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends "(default: X)" to an option's help once: not for None / False defaults (an unset
-    option or a flag) and not where the help text already states its default."""
+    """Appends "(default: X)" to an option's help once: not for None / False / [] defaults (an unset
+    option, a flag, a repeatable option) and not where the help text already states its default."""
 
     def _get_help_string(self, action) -> str:
         text = action.help or ""
-        if action.default is None or action.default is False or "default" in text:
+        if action.default is None or action.default is False or action.default == [] or "default" in text:
             return text
         return super()._get_help_string(action)
 
@@ -110,6 +110,14 @@ def run_command(args, prog: str | None = None) -> int:
     except (ValueError, TypeError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def check_cluster_arguments(args) -> None:
+    """Refuse ``--workers`` below 1 by its option name, before any input is read (the API's message
+    names ``n_workers``)."""
+    from .._validation import check_positive_int
+
+    check_positive_int(args.workers, "--workers")
 
 
 def add_cluster_arguments(p) -> None:

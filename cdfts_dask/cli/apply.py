@@ -6,13 +6,12 @@ import time
 import warnings
 
 from .. import model
-from .._validation import check_positive_int
 from ..csv_blocks import CSV_ON_WORKERS_BYTES, is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..paths import check_run_paths
-from . import HelpFormatter, add_cluster_arguments, dask_quiet
+from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 from .transform import add_label_arguments, check_no_label_column, large_csv_input
 
 
@@ -47,7 +46,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    check_positive_int(args.workers, "n_workers")  # before the input decides whether workers are used
+    check_cluster_arguments(args)  # before the input decides whether workers are used
     output_format(args.output)
     check_writable(args.output)
     fitted = model.load(args.model)  # first: a MODEL that is no completed run store is named as such

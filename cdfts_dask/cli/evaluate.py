@@ -8,8 +8,11 @@ the train/test protocol, and returns one record per algorithm.  Writes
 ``OUT/parameters.json``, ``OUT/targets.md`` (CDF-TS vs the paper, every
 difference > 0.03), ``OUT/records.json`` / ``records.jsonl`` and
 ``OUT/runtime.txt``, and ``OUT/settings.json`` (the options every record depends on).
-``--resume`` keeps the records already in ``OUT/records.jsonl`` (checked line by line, and
-against ``settings.json``: a resume with other options is refused) and runs only the tasks
+The tables and other files derived from the records are removed once the run's cluster is up and
+written when it ends (an interrupted run leaves ``records.jsonl`` and ``settings.json`` only), each
+under a temporary name first.  ``--resume`` keeps the records already in ``OUT/records.jsonl``
+(checked line by line, and against ``settings.json``: a resume with other options is refused;
+a last line cut short by a killed run is dropped and its task run again) and runs only the tasks
 without them.  Datasets are named by file name (two of one name are refused), read by absolute
 path (the workers open them again), and never among the files written to ``OUT``; anomaly
 labels must be 0 and 1.
@@ -23,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import HelpFormatter, add_cluster_arguments, dask_quiet
+from ..paths import replaced_atomically
+from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:
@@ -51,12 +55,14 @@ def register(sub) -> None:
         "--task",
         choices=["clustering", "anomaly"],
         default="clustering",
-        help="task for --data files (anomaly labels: 1 = anomaly)",
+        help="task for --data files (anomaly labels: 0 = normal, 1 = anomaly)",
     )
     p.add_argument("--label", default="label", help="label column of --data files (name or index, -1 = last)")
     p.add_argument("--only", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--out", default="evaluation-results", help="output directory")
-    p.add_argument("--eps-step", type=float, default=0.001, help="step of the eps grid over (0, 1]")
+    p.add_argument(
+        "--eps-step", type=float, default=0.001, help="step of the eps grid over (0, 1], in [1e-5, 0.5]"
+    )
     p.add_argument(
         "--dbscan-eps-step", type=float, default=None, help="DBSCAN's eps grid step (default: --eps-step)"
     )
@@ -90,8 +96,8 @@ def build_tasks(args) -> list:
     from ..evaluation.grids import make_grids
     from ..evaluation.protocol import Task
 
-    if not (0 < args.eps_step <= 0.5):
-        raise ValueError(f"--eps-step must be in (0, 0.5], got {args.eps_step}")
+    check_cluster_arguments(args)
+    _check_eps_step("--eps-step", args.eps_step)
     for option in ("max_n", "max_n_anomaly"):
         if getattr(args, option) < 2:
             raise ValueError(f"--{option.replace('_', '-')} must be at least 2, got {getattr(args, option)}")
@@ -108,8 +114,8 @@ def build_tasks(args) -> list:
     if not specs:
         raise ValueError("no datasets: give --datasets DIR and/or --data FILE")
     _check_inputs_are_not_outputs(specs, Path(args.out))
-    if args.dbscan_eps_step is not None and not (0 < args.dbscan_eps_step <= 0.5):
-        raise ValueError(f"--dbscan-eps-step must be in (0, 0.5], got {args.dbscan_eps_step}")
+    if args.dbscan_eps_step is not None:
+        _check_eps_step("--dbscan-eps-step", args.dbscan_eps_step)
     grids = make_grids(args.eps_step, args.dbscan_eps_step)
     tasks = []
     for spec in specs:
@@ -132,29 +138,46 @@ def build_tasks(args) -> list:
     return tasks
 
 
-#: the files ``run`` writes into ``--out`` (and their temporary names: NAME.tmp)
-WRITTEN = (
-    "records.json", "records.jsonl", "results.csv", "parameters.json", "clustering.md", "anomaly.md",
-    "clustering_traintest.md", "anomaly_traintest.md", "targets.md", "runtime.txt", "settings.json",
+#: the smallest eps grid step: a grid of at most 10^5 values (the default 0.001 gives 1000)
+MIN_EPS_STEP = 1e-5
+
+
+def _check_eps_step(option: str, step: float) -> None:
+    """An eps grid step in [MIN_EPS_STEP, 0.5]: a smaller one would build a grid of 1/step values
+    (1e-9: 10^9 values, every one searched by DBSCAN / DP / EC)."""
+    if not (MIN_EPS_STEP <= step <= 0.5):
+        raise ValueError(
+            f"{option} must be in [{MIN_EPS_STEP:g}, 0.5] (a grid of at most {round(1 / MIN_EPS_STEP)} "
+            f"values), got {step}"
+        )
+
+
+#: what ``run`` derives from the records (removed when a run starts, written when it ends)
+DERIVED = (
+    "records.json", "results.csv", "parameters.json", "clustering.md", "anomaly.md",
+    "clustering_traintest.md", "anomaly_traintest.md", "targets.md", "runtime.txt",
 )  # fmt: skip
+#: every file ``run`` writes into ``--out``
+WRITTEN = ("records.jsonl", "settings.json", *DERIVED)
 
 
 def _distinct_datasets(specs: list) -> list:
-    """The specs, each once.  Datasets are told apart by name in the records and tables: two different
-    ones of one name would be merged (each cell the better of the two), so they are refused."""
+    """The specs, each once.  Within a task, datasets are told apart by name in the records and tables:
+    two different ones of one name would be merged (each cell the better of the two), so they are
+    refused.  One name in both tasks (the shared collection's dermatology) is two datasets."""
     seen: dict[str, object] = {}
     for spec in specs:
-        if spec.name in seen and spec != seen[spec.name]:
+        if spec.key in seen and spec != seen[spec.key]:
             raise ValueError(
-                f"two datasets are named {spec.name!r} ({seen[spec.name].path!r} and {spec.path!r}): the "
-                "records and tables name datasets by file name; rename one file"
+                f"two {spec.task} datasets are named {spec.name!r} ({seen[spec.key].path!r} and "
+                f"{spec.path!r}): the records and tables name datasets by file name; rename one file"
             )
-        seen[spec.name] = spec
+        seen[spec.key] = spec
     return list(seen.values())
 
 
 def _check_inputs_are_not_outputs(specs, out: Path) -> None:
-    written = {(out / name).resolve() for n in WRITTEN for name in (n, n + ".tmp")}
+    written = {(out / name).resolve() for name in WRITTEN}
     for spec in specs:
         if Path(spec.path).resolve() in written:
             raise ValueError(
@@ -205,10 +228,16 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
         return [], set()
     need = ("task", "dataset", "transform", "tparam", "algorithm", "score", "params", "n")
     by_label: dict[str, dict[str, dict]] = {}
-    for i, line in enumerate(path.read_text().splitlines(), 1):
+    text = path.read_text()
+    lines = text.splitlines()
+    for i, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
+            if i == len(lines) and not text.endswith("\n"):
+                # the run was killed while appending: the cut line's task is simply run again
+                print(f"{path}: line {i} was cut short (a killed run); its task runs again", file=sys.stderr)
+                break
             raise ValueError(f"{path}: line {i} is not JSON ({exc.msg}); cannot resume") from None
         if not isinstance(rec, dict) or any(k not in rec for k in need):
             raise ValueError(
@@ -269,6 +298,17 @@ def _check_resumed_settings(out: Path, settings: dict) -> None:
         )
 
 
+def _start_output(out: Path, kept: list[dict], settings: dict) -> None:
+    """Once the cluster is up: ``records.jsonl`` holds the ``kept`` records only (none without
+    ``--resume``), the files derived from earlier records are removed (tables that do not describe
+    these records must not stand beside them; they are written again at the end) and
+    ``settings.json`` is written."""
+    _write(out / "records.jsonl", "".join(json.dumps(r, default=float) + "\n" for r in kept))
+    for name in DERIVED:
+        (out / name).unlink(missing_ok=True)
+    _write(out / "settings.json", json.dumps(settings, indent=1) + "\n")
+
+
 def run(args) -> int:
     from ..dask_client import dask_client
     from ..evaluation import report
@@ -285,16 +325,11 @@ def run(args) -> int:
     if args.resume:
         _check_resumed_settings(out, settings)
         records, resumed = load_done(out / "records.jsonl", tasks)
-        tmp = out / "records.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(r, default=float) + "\n" for r in records))
-        tmp.replace(out / "records.jsonl")
-    else:
-        (out / "records.jsonl").unlink(missing_ok=True)
-    _write(out / "settings.json", json.dumps(settings, indent=1) + "\n")
     tasks = [t for t in tasks if t.label not in resumed]
     from distributed import as_completed
 
     with dask_quiet(), dask_client(args.scheduler, args.workers) as client:
+        _start_output(out, records, settings)
         if not args.quiet:
             print(
                 f"{len(tasks)} tasks ({len(resumed)} resumed) on "
@@ -306,8 +341,7 @@ def run(args) -> int:
             recs = fut.result()
             records.extend(recs)
             with open(out / "records.jsonl", "a") as fh:  # partial results survive an interrupted run
-                for rec in recs:
-                    fh.write(json.dumps(rec, default=float) + "\n")
+                fh.write("".join(json.dumps(rec, default=float) + "\n" for rec in recs))
             if not args.quiet:
                 t = futures[fut]
                 scores = " ".join(f"{r['algorithm']}={r['score']:.3f}" for r in recs)
@@ -338,6 +372,5 @@ def run(args) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    with replaced_atomically(path) as tmp:
+        tmp.write_text(text)

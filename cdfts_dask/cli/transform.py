@@ -13,7 +13,7 @@ from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
 from ..paths import check_run_paths
-from . import HelpFormatter, add_cluster_arguments, dask_quiet
+from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:
@@ -127,6 +127,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    check_cluster_arguments(args)
     output_format(args.output)
     check_writable(args.output)
     check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint)

@@ -19,9 +19,20 @@ import numpy as np  # noqa: E402
 
 from ..normalise import minmax_normalise  # noqa: E402
 from ..oracle import cdf_ts_dense, pairwise_distances  # noqa: E402
+from ..paths import replaced_atomically  # noqa: E402
 
 #: the stopping threshold drawn in the convergence plot (cdf_ts's default delta)
 STOP_DELTA = 0.015
+
+
+def _save(fig, path) -> None:
+    """Write ``fig`` as a PNG at ``path`` under a temporary name first (never a half-written PNG), and
+    close it."""
+    try:
+        with replaced_atomically(path) as tmp:
+            fig.savefig(tmp, dpi=80, format="png")
+    finally:
+        plt.close(fig)
 
 
 def _class_legend(ax, dots) -> None:
@@ -73,8 +84,7 @@ def scatter_iterations(
         _class_legend(axes[-1], dots)
     fig.suptitle(f"{title} CDF-TS, lambda = {lam}".strip(), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
     return stds
 
 
@@ -97,8 +107,7 @@ def convergence(
     ax1.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="upper right")
     ax1.set_title(f"{title} lambda = {lam}".strip(), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
     return list(res.deltas), stds
 
 
@@ -128,5 +137,4 @@ def mds_views(
     _class_legend(axes[-1], dots)
     fig.suptitle(f"{title} (lambda = {lam})".strip(), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    _save(fig, path)
