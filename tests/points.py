@@ -76,6 +76,31 @@ def float32_underflow_cases() -> list[tuple[str, np.ndarray, float, str, int | N
     ]
 
 
+def ill_conditioned_rho_cases() -> list[tuple[str, np.ndarray, str, int, str]]:
+    """``(name, X, estimator, k, dtype)``: runs where a reference's outside rho ``a + b / s`` cancels or
+    its constants overflow the working dtype (found by a review of the newest code, 2026-11-24).
+
+    * 19 points spread over [0, w]^2 and one at (1, 1), k-NN with k = 5: the outlier's k-th neighbour
+      is at 1 - O(w) of the diameter, so ``a = (1 - q) / (1 - lam)`` is about 1 / w and rounding in
+      ``a``, ``b`` and ``sq`` is amplified by it (float32 w = 1e-6: 2.7e-3 off the oracle; float64
+      w = 1e-13: 5e-5, the contracts being 1e-6 and 1e-9);
+    * two float32 points 1e-40 apart, k = 1: ``r = q / lam`` is about 1e40, above float32's 3.4e38
+      (inf, then NaN positions).
+    """
+    rng = np.random.default_rng(0)
+
+    def outlier(width: float) -> np.ndarray:
+        return np.vstack([rng.random((19, 2)) * width, [[1.0, 1.0]]])
+
+    return [
+        ("float32-knn-outlier-1e-6", outlier(1e-6), "knn", 5, "float32"),
+        ("float32-knn-outlier-1e-4", outlier(1e-4), "knn", 5, "float32"),
+        ("float64-knn-outlier-1e-13", outlier(1e-13), "knn", 5, "float64"),
+        ("float32-knn-pair-1e-40-apart", np.array([[0.0], [1e-40], [1.0], [0.5], [0.25], [0.75]]), "knn", 1,
+         "float32"),
+    ]  # fmt: skip
+
+
 def float32_misordered() -> tuple[np.ndarray, np.ndarray]:
     """``(far, near)``: float32 points where float32 ``sq`` (summed column by column) orders two pairs the
     other way round from float64 ``sq`` (found by a search over points on a sphere of radius 0.5).

@@ -10,11 +10,21 @@ import dataclasses
 
 import numpy as np
 import pytest
-from points import awkward, blobs, bodies_step, float32_misordered, normalised, rounded32
+from points import (
+    awkward,
+    blobs,
+    bodies_step,
+    float32_misordered,
+    ill_conditioned_rho_cases,
+    normalised,
+    rounded32,
+)
 
 from cdfts_dask import oracle
 from cdfts_dask.engine import cpu, plan
 from cdfts_dask.engine import cpu_kernels as kern
+
+ILL_CONDITIONED = ill_conditioned_rho_cases()
 
 
 @pytest.mark.parametrize("n", [2, 3, 17, 257, 1000])
@@ -149,8 +159,9 @@ def test_shift_sums_with_other_targets_equal_the_dense_formula(n_ref, d):
 
 
 def _float32_rho(P32, Y32, shift_plan):
-    """rho(z, y) as the float32 kernels define it, in NumPy: ``sq`` summed column by column in float32,
-    membership from the float64 ``sq`` of the upcast coordinates, rho outside in float32."""
+    """rho(z, y) as the float32 kernels define it, in NumPy: ``sq`` summed column by column in float32;
+    in the guard band (or at most ``exact_below``) rho from the float64 ``sq`` of the upcast coordinates
+    (``plan.rho_float64``), elsewhere 1 at sq = 0, r(z) inside, ``a + b / sqrt(sq)`` in float32 outside."""
     sq32 = np.zeros((len(P32), len(Y32)), np.float32)
     sq64 = np.zeros((len(P32), len(Y32)))
     for j in range(P32.shape[1]):
@@ -160,8 +171,14 @@ def _float32_rho(P32, Y32, shift_plan):
         sq64 += e64 * e64
     with np.errstate(divide="ignore"):
         outside = shift_plan.a[:, None] + shift_plan.bm[:, None] / np.sqrt(sq32)
-    rho = np.where(sq64 <= shift_plan.T[:, None], shift_plan.rin[:, None], outside)
-    return np.where(sq32 == 0, np.float32(1), rho).astype(np.float64), sq32
+    lo, hi = shift_plan.Tlo[:, None], shift_plan.Thi[:, None]
+    fast = np.where(sq32 == 0, 1.0, np.where(sq32 <= lo, shift_plan.rin[:, None], outside))
+    band = (sq32 <= plan.exact_below(P32.shape[1], "float32")) | ((sq32 > lo) & (sq32 <= hi) & (sq32 != 0))
+    z_of = np.broadcast_to(np.arange(len(P32))[:, None], sq64.shape)
+    exact = np.vectorize(plan.rho_float64)(
+        sq64, shift_plan.T[z_of], shift_plan.lam[z_of], shift_plan.q[z_of], shift_plan.m[0]
+    )
+    return np.where(band, exact, fast.astype(np.float32).astype(np.float64)), sq32
 
 
 def test_float32_shift_sums_take_membership_from_the_float64_sq_in_the_guard_band():
@@ -227,3 +244,18 @@ def test_kernels_cached_tells_which_number_of_columns_is_compiled(tmp_path):
         "[True, True, False, False, False]",
         "[True, True, True, False, False]",
     ]
+
+
+@pytest.mark.parametrize("name,X,estimator,k,dtype", ILL_CONDITIONED, ids=[c[0] for c in ILL_CONDITIONED])
+def test_references_whose_outside_rho_cancels_are_decided_in_float64(name, X, estimator, k, dtype):
+    """Regression: a k-NN outlier's ``a + b / s`` cancelled (float32 2.7e-3 and float64 5e-5 off the
+    oracle, exit 0), and ``r = q / lam`` of two points 1e-40 apart overflowed float32 (NaN positions).
+    Such a reference's pairs are now decided in float64 in the oracle's order (``plan.rho_float64``)."""
+    X = normalised(X)
+    X = rounded32(X) if dtype == "float32" else X
+    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
+    m, radius, Xn, _ = bodies_step(cpu, X, 0.1, estimator, k, dtype=dtype, parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(radius, ref.radius)
+    assert np.abs(Xn - ref.X).max() <= (1e-6 if dtype == "float32" else 1e-9)
+

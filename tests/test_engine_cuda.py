@@ -22,6 +22,7 @@ from points import (
     bodies_step,
     float32_misordered,
     float32_underflow_cases,
+    ill_conditioned_rho_cases,
     normalised,
     rounded32,
 )
@@ -30,6 +31,7 @@ from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.engine import cpu, cuda_kernels, plan
 
 UNDERFLOW = float32_underflow_cases()
+ILL_CONDITIONED = ill_conditioned_rho_cases()
 
 
 @pytest.fixture
@@ -333,6 +335,19 @@ def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= 1e-6
+
+
+@simulated_cuda
+@pytest.mark.parametrize("name,X,estimator,k,dtype", ILL_CONDITIONED, ids=[c[0] for c in ILL_CONDITIONED])
+def test_simulated_references_whose_rho_cancels_are_decided_in_float64(cuda, name, X, estimator, k, dtype):
+    """As ``test_engine_cpu.py``'s test of the same name, for the CUDA shift kernel."""
+    X = normalised(X)
+    X = rounded32(X) if dtype == "float32" else X
+    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
+    m, radius, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(radius, ref.radius)
+    assert np.abs(Xn - ref.X).max() <= (1e-6 if dtype == "float32" else 1e-9)
 
 
 def test_tile_points_within_static_shared_memory():

@@ -219,7 +219,7 @@ def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_o
     assert calls["shift_targets"] == 2  # one per iteration
     chunked = fitted.transform_numpy(est.model_, new, row_chunk=17, backend="cuda")
     assert np.array_equal(chunked, whole) and calls["shift_targets"] == 2 + 4 * 2  # 4 chunks x 2 iterations
-    per_iteration = 3 + 7  # references, lo, span and the plan's 7 arrays
+    per_iteration = 3 + 10  # references, lo, span and the plan's 10 arrays
     assert calls["prepare"] == 2 * per_iteration + 1 + 4  # the model once, then each block's points
     assert est.model_.on_device("cuda") is est.model_.on_device("cuda")
     assert np.array_equal(est.model_.transform_block(X, "cuda"), est.embedding_)  # fit points: looked up

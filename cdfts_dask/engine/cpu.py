@@ -155,7 +155,8 @@ def shift_sums(P: np.ndarray, Y: np.ndarray, plan: ShiftPlan) -> tuple[np.ndarra
     A = np.zeros(Y.shape[0])
     BT = np.zeros((Y.shape[1], Y.shape[0]))
     tiny = P.dtype.type(exact_below(P.shape[1], P.dtype))
-    coefficients = (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, tiny)
+    band = (plan.T, plan.Tlo, plan.Thi)
+    coefficients = (*band, plan.rin, plan.a, plan.bm, plan.lam, plan.q, float(plan.m[0]), tiny)
     kern.shift_accumulate(P, YT, *coefficients, A, BT, kern.columns_token(P.shape[1]))
     return A / n_ref, BT.T / n_ref
 

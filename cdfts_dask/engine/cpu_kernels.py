@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .plan import rho_float64
+
 #: targets per inner block: the block's coordinates, accumulators and buffers stay in L1
 BLOCK = 256
 #: references per outer chunk of the shift pass (2048 x d values stay in L2 while the target
@@ -368,25 +370,22 @@ def _rho_group(
     return amb
 
 
+#: :func:`~cdfts_dask.engine.plan.rho_float64` compiled for the CPU (the CUDA kernels compile the same one)
+_rho64 = njit(cache=True, nogil=True, error_model="numpy", inline="always")(rho_float64)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, rz, az, bz, tiny, sq):
-    """Exact membership where the working-dtype ``sq`` (summed again, in the same order: the same
-    values) lies in the guard band: ``rho = r(z)`` where the float64 ``sq`` is within ``T``.  At or
-    below ``tiny`` (float32 values that may have underflowed, :func:`~cdfts_dask.engine.plan.exact_below`)
-    rho is taken from the float64 ``sq`` e alone: 1 at e = 0, ``r(z)`` inside, ``a + b / sqrt(e)`` outside."""
+def _band_recheck(X, YT, y0, y1, z, rho, T, tlo, thi, lam, q, m, tiny, sq):
+    """rho from the float64 ``sq`` e (:func:`~cdfts_dask.engine.plan.rho_float64`) where the working-dtype
+    ``sq`` (summed again, in the same order: the same values) lies in the guard band ``(tlo, thi]`` or at
+    or below ``tiny`` (float32 values that may have underflowed,
+    :func:`~cdfts_dask.engine.plan.exact_below`): exact membership, and rho in the oracle's order of
+    operations (a reference of band ``(-1, inf]`` has every pair decided so)."""
     _sq_row(sq, X, z, YT, y0, y1)
     for t in range(y1 - y0):
         v = sq[t]
-        if v <= tiny:
-            e = _sq64(X, z, YT, y0 + t)
-            if e == 0:
-                rho[t] = 1.0
-            elif e <= T:
-                rho[t] = rz
-            else:
-                rho[t] = np.float64(az) + np.float64(bz) / np.sqrt(e)
-        elif v > tlo and v <= thi and v != 0 and _sq64(X, z, YT, y0 + t) <= T:
-            rho[t] = rz
+        if v <= tiny or (v > tlo and v <= thi and v != 0):
+            rho[t] = _rho64(_sq64(X, z, YT, y0 + t), T, lam, q, m)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -411,7 +410,7 @@ def _buffers(dtype):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, tiny, A, BT, columns):
+def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, lam, q, m, tiny, A, BT, columns):
     """Accumulate ``A(y) += sum_z rho(z, y)`` and ``BT[:, y] += sum_z rho(z, y) z`` over all refs z.
 
     ``X``: reference points (rows z), ``YT``: target block transposed (d x nt),
@@ -421,9 +420,10 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, tiny, A, BT, columns):
     ``Tlo``/``Thi`` the guard band in X's dtype), ``rin[z] = r(z)`` (rho inside),
     and rho outside ``= a[z] + bm[z] / sqrt(sq)`` (the oracle's
     ``((s - lam) (1 - q) / (1 - lam) + q) / s`` with ``s = sqrt(sq) / m``);
-    rho = 1 where sq = 0.  A working-dtype ``sq`` at most ``tiny``
+    rho = 1 where sq = 0.  A working-dtype ``sq`` in the band or at most ``tiny``
     (:func:`~cdfts_dask.engine.plan.exact_below`: float32 values that may have
-    underflowed; -1 in float64) has its rho from the float64 ``sq``.
+    underflowed; -1 in float64) has its rho from the float64 ``sq``, the float64
+    ``lam[z]``, ``q[z]`` and the diameter ``m`` (:func:`_band_recheck`).
 
     References are swept in chunks of ``REF_CHUNK`` (cache blocking) and in
     groups of four against blocks of ``BLOCK`` targets: each target's ``sq``
@@ -454,7 +454,7 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, tiny, A, BT, columns):
                                  Tlo, Thi, rin, a, bm, tiny, r0, r1, r2, r3)  # fmt: skip
                 if amb:
                     for z, r in ((z0, r0), (z1, r1), (z2, r2), (z3, r3)):
-                        coefficients = (T[z], Tlo[z], Thi[z], rin[z], a[z], bm[z], tiny)
+                        coefficients = (T[z], Tlo[z], Thi[z], lam[z], q[z], m, tiny)
                         _band_recheck(X, YT, y0, y1, z, r, *coefficients, sq)
                 if g < 4:  # a short group's repeated reference adds nothing
                     r3[:w] = 0

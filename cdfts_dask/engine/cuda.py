@@ -132,8 +132,8 @@ def shift_sums(P, Y, plan: ShiftPlan):
     A = xp.zeros(Y.shape[0])
     B = xp.zeros((Y.shape[0], d))
     kern = _kernels(d, P.dtype)[3]
-    coef = [xp.asarray(v) for v in (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm)]
-    kern[_blocks(Y.shape[0]), THREADS](P, xp.ascontiguousarray(Y), *coef, A, B)
+    coef = [xp.asarray(v) for v in (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, plan.lam, plan.q)]
+    kern[_blocks(Y.shape[0]), THREADS](P, xp.ascontiguousarray(Y), *coef, float(plan.m[0]), A, B)
     return A / n_ref, B / n_ref
 
 

@@ -49,12 +49,15 @@ import os
 import numpy as np
 from numba import cuda
 
-from .plan import exact_below, sq_bound_factors
+from .plan import exact_below, rho_float64, sq_bound_factors
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 #: the most static shared memory one kernel may declare (CUDA: 48 KiB on every architecture)
 STATIC_SHARED_BYTES = 48 * 1024
+
+#: :func:`~cdfts_dask.engine.plan.rho_float64` compiled for the device (the CPU kernels compile the same one)
+rho64 = cuda.jit(device=True)(rho_float64)
 
 
 def check_numba_cuda_takes_this_numpy() -> None:
@@ -311,16 +314,18 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
                 out[r, j] = sq_exact(X, lo + r, X, j)
 
     @cuda.jit
-    def shift_sums(P, Y, T, Tlo, Thi, rin, ca, cbm, A, B):
+    def shift_sums(P, Y, T, Tlo, Thi, rin, ca, cbm, lam, q, m, A, B):
         """``A[y] = sum_z rho(z, y)``, ``B[y, :] = sum_z rho(z, y) P[z]`` over all references z in P.
 
         One thread per target y, references in tiles staged in shared memory
         with their plan constants (in float32 also a float64 copy of the
         tile's coordinates, ``shadow``, for the float64 sums), visited in the
         order 0..n_ref-1 by every target (equal targets get bit-identical sums).  rho: 1 where sq = 0;
-        ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.  In float32 a
-        ``sq`` at most ``tiny`` (:func:`~cdfts_dask.engine.plan.exact_below`: it may have underflowed)
-        has its rho from the float64 ``sq``.
+        ``rin[z]`` inside (sq <= T[z], exactly); ``ca[z] + cbm[z] / sqrt(sq)`` outside.  A ``sq`` in the
+        guard band ``(Tlo, Thi]``, or in float32 at most ``tiny``
+        (:func:`~cdfts_dask.engine.plan.exact_below`: it may have underflowed), has its rho from the
+        float64 ``sq`` by :func:`~cdfts_dask.engine.plan.rho_float64` (float64 ``lam[z]``, ``q[z]``
+        and diameter ``m``, read from global memory: only band pairs need them).
         """
         n_ref = P.shape[0]
         tid = cuda.threadIdx.x
@@ -355,23 +360,17 @@ def kernels(d: int, dtype: str, threads: int, shared_bytes: int = STATIC_SHARED_
             if live:
                 for t in range(min(tile_shift, n_ref - z0)):
                     v = sq_tile(tile, t, Y, y)
-                    if v <= tiny:  # float32 only: a value that may have underflowed decides nothing
-                        e = sq_exact(P, z0 + t, Y, y)
-                        if e == 0:
-                            r = 1.0
-                        elif e <= t_T[t]:
-                            r = np.float64(t_rin[t])
-                        else:
-                            r = np.float64(t_a[t]) + np.float64(t_bm[t]) / math.sqrt(e)
+                    # in float32 a value at most tiny may have underflowed: it decides nothing
+                    if v <= tiny or (v > t_lo[t] and v <= t_hi[t] and v != 0):
+                        zt = z0 + t
+                        r = rho64(sq_exact(P, zt, Y, y), t_T[t], lam[zt], q[zt], m)
                     else:
                         if v == 0:
                             rho = one
                         elif v <= t_lo[t]:
                             rho = t_rin[t]
-                        elif v > t_hi[t] or sq_exact(P, z0 + t, Y, y) > t_T[t]:
-                            rho = t_a[t] + t_bm[t] / math.sqrt(v)
                         else:
-                            rho = t_rin[t]
+                            rho = t_a[t] + t_bm[t] / math.sqrt(v)
                         r = np.float64(rho)
                     total += r
                     for j in range(d):

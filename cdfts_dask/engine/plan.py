@@ -141,6 +141,28 @@ def neighbourhood_from_counts(counts, n: int, d: int, lam: float) -> tuple[np.nd
     return np.full(n, lam), (counts / n) ** (1.0 / d)
 
 
+#: the largest amplification ``a = (1 - q) / (1 - lam)`` of rounding in the outside rho ``a + b / s``
+#: (whose two terms nearly cancel when lam(z) is near 1: a k-NN radius reaching almost the diameter, an
+#: outlier's) that the working dtype's fast formula is trusted with: about ``4 a`` ulps of rho.  Beyond
+#: it every pair of that reference is decided in float64, in the oracle's order of operations
+#: (:func:`shift_plan`).  float64: 2^16 (rho within ~3e-11); float32: 4 (a few times the error of an
+#: ordinary reference, whose a is about 1).
+FAST_RHO_GAIN = {"float64": 2.0**16, "float32": 4.0}
+
+
+def rho_float64(e: float, T: float, lam: float, q: float, m: float) -> float:
+    """rho of a pair from its float64 ``sq`` e, as the oracle computes it: 1 at e = 0, ``q / lam``
+    inside (e <= T), else ``s' / s`` with ``s = fl(sqrt(e)) / m`` and
+    ``s' = (s - lam) (1 - q) / (1 - lam) + q`` evaluated left to right (the kernels' float64 path,
+    one formula on every device: numba compiles it into the CPU and CUDA kernels)."""
+    if e == 0:
+        return 1.0
+    if e <= T:
+        return q / lam
+    s = math.sqrt(e) / m
+    return ((s - lam) * (1.0 - q) / (1.0 - lam) + q) / s
+
+
 @dataclass
 class ShiftPlan:
     """Per-reference constants of the shift pass, and the references' mean.
@@ -148,9 +170,11 @@ class ShiftPlan:
     For reference z: ``T[z]`` its exact membership threshold on ``sq``
     (float64), ``Tlo[z]``/``Thi[z]`` the guard band in the working dtype,
     rho inside ``= rin[z] = r(z)``, rho outside ``= a[z] + bm[z] / sqrt(sq)``
-    (rin, a, bm in the working dtype); rho = 1 where sq = 0.  ``mean`` is the
-    float64 mean of the references.  ``None`` plans (all points coincide,
-    m = 0) leave every target where it is.
+    (rin, a, bm in the working dtype); rho = 1 where sq = 0.  A pair whose
+    working ``sq`` falls in the band is decided on its float64 ``sq`` by
+    :func:`rho_float64`, from the float64 ``lam[z]``, ``q[z]`` and the diameter ``m[0]``.
+    ``mean`` is the float64 mean of the references.  ``None`` plans (all
+    points coincide, m = 0) leave every target where it is.
     """
 
     T: np.ndarray
@@ -159,6 +183,9 @@ class ShiftPlan:
     rin: np.ndarray
     a: np.ndarray
     bm: np.ndarray
+    lam: np.ndarray
+    q: np.ndarray
+    m: np.ndarray
     mean: np.ndarray
 
     def map(self, func) -> ShiftPlan:
@@ -180,18 +207,31 @@ def shift_plan(m: float, radius, q, mean, dtype: str) -> ShiftPlan:
     same either way; a new point beyond m from z (a model's transform) gets
     the inside branch extended, where the outside formula would divide by
     ``1 - lam = 0``.
+
+    A reference whose ``a`` exceeds :data:`FAST_RHO_GAIN` (``a + b / s`` then
+    cancels: 0.5 of rho lost in float32 for a k-NN outlier 1e5 times farther
+    than its cluster's spread), or whose constants overflow the working dtype
+    (``r = q / lam`` above 3.4e38 in float32 for two points 1e-40 apart), gets
+    the band ``(-1, inf]``: every pair of it is decided on its float64 ``sq``
+    by :func:`rho_float64` (its working-dtype constants are then unused, 0).
     """
     radius = np.asarray(radius, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     mean = np.asarray(mean, dtype=np.float64)
     T = np.where(radius >= 1, np.inf, sq_thresholds(m, radius))
     Tlo, Thi = guard_band(T, mean.shape[0], dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rin = np.where(radius > 0, q / radius, 1.0)
         a = np.where(radius < 1, (1.0 - q) / (1.0 - radius), 0.0)
         bm = np.where(radius < 1, (q - radius * a) * m, 0.0)
-    c = np.dtype(dtype).type
-    return ShiftPlan(T, Tlo, Thi, rin.astype(c), a.astype(c), bm.astype(c), mean)
+        c = np.dtype(dtype).type
+        constants = [v.astype(c) for v in (rin, a, bm)]
+    finite = np.logical_and.reduce([np.isfinite(v) for v in constants])
+    exact = (radius < 1) & ((a > FAST_RHO_GAIN[np.dtype(dtype).name]) | ~finite)
+    Tlo = np.where(exact, -1, Tlo).astype(Tlo.dtype)
+    Thi = np.where(exact, np.inf, Thi).astype(Thi.dtype)
+    rin_w, a_w, bm_w = (np.where(exact, 0, v).astype(c) for v in constants)
+    return ShiftPlan(T, Tlo, Thi, rin_w, a_w, bm_w, radius, q, np.array([float(m)]), mean)
 
 
 def chunks(start: int, stop: int, size: int) -> list[tuple[int, int]]:

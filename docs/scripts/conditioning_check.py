@@ -1,12 +1,13 @@
 """Where rounding decides (docs/ALGORITHM.md): the dense oracle and the tiled engine against a
-50-digit evaluation of the same definition, on the two inputs where they part by more than 1e-9.
+50-digit evaluation of the same definition, on two inputs where both are more than 1e-9 from it.
 
     python docs/scripts/conditioning_check.py
 
 1. A far outlier under k-NN: the point (f, f) among 79 uniform points in [0, 1]^2, k = 5, one
    iteration.  Its k-th neighbour radius r is about 1 - 1/f (in units of m), and rho outside its
    neighbourhood, ((s - r)(1 - q) / (1 - r) + q) / s, is (1 - q) / (1 - r) ~ f times as sensitive to
-   s as s is to rounding: both methods are off the exact value by about 1e-16 f / n.
+   s as s is to rounding: both methods are off the exact value by about 1e-16 f / n (and agree with
+   each other: the engine evaluates such a reference in the oracle's order, plan.rho_float64).
 2. A lattice, 0..10 in 1-D, lambda = 0.1: iteration 1 gives both methods the same points to 2e-16,
    but they lie symmetrically, with gaps within an ulp or two of lambda m: each method's rounding puts
    some on its own side of the threshold, the counts of iteration 2 differ, and so do the results, by

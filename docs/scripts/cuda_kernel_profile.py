@@ -56,8 +56,8 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> list
     band = (np.float64(T), Tlo[0], Thi[0])
     counts_host = cuda.counts_part(X, 0, n, T)
     shift_plan = plan.epsilon_plan(m, lam, counts_host, cuda.column_mean(X), dtype)
-    coef = [cuda.xp.asarray(v) for v in (shift_plan.T, shift_plan.Tlo, shift_plan.Thi, shift_plan.rin,
-                                         shift_plan.a, shift_plan.bm)]  # fmt: skip
+    names = ("T", "Tlo", "Thi", "rin", "a", "bm", "lam", "q")
+    coef = [cuda.xp.asarray(getattr(shift_plan, name)) for name in names] + [float(shift_plan.m[0])]
     A, B = cuda.xp.zeros(n), cuda.xp.zeros((n, d))
     launches = {
         "max_sq": (lambda r: max_sq[cuda._blocks(r), threads](X, 0, r, out), n * n / 2),

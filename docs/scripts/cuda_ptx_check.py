@@ -126,7 +126,8 @@ def main() -> int:
                 "max_sq": (X, int64, int64, float64[::1]),
                 "count_rows": (X, int64, int64, float64, wt, wt, int64[::1]),
                 "sq_rows": (X, int64, int64, float64[:, ::1]),
-                "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[:, ::1]),
+                "shift_sums": (X, X, float64[::1], *[wt[::1]] * 5, float64[::1], float64[::1], float64,
+                               float64[::1], float64[:, ::1]),
             }
             signatures["kth_smallest_sq"] = (X, int64, int64, float64[::1])  # k = 10
             built = (*cuda_kernels.kernels(d, dtype, 128), cuda_kernels.kth_kernel(d, 11, dtype, 128))
