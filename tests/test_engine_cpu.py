@@ -11,6 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 from points import (
+    assert_step_is_the_oracles,
     awkward,
     blobs,
     bodies_step,
@@ -251,11 +252,5 @@ def test_references_whose_outside_rho_cancels_are_decided_in_float64(name, X, es
     """Regression: a k-NN outlier's ``a + b / s`` cancelled (float32 2.7e-3 and float64 5e-5 off the
     oracle, exit 0), and ``r = q / lam`` of two points 1e-40 apart overflowed float32 (NaN positions).
     Such a reference's pairs are now decided in float64 in the oracle's order (``plan.rho_float64``)."""
-    X = normalised(X)
-    X = rounded32(X) if dtype == "float32" else X
-    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
-    m, radius, Xn, _ = bodies_step(cpu, X, 0.1, estimator, k, dtype=dtype, parts=2)
-    assert m == ref.m
-    np.testing.assert_array_equal(radius, ref.radius)
-    assert np.abs(Xn - ref.X).max() <= (1e-6 if dtype == "float32" else 1e-9)
+    assert_step_is_the_oracles(cpu, X, estimator, k, dtype)
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import simulated_cuda, slow_unless
 from points import (
+    assert_step_is_the_oracles,
     awkward,
     blobs,
     bodies_step,
@@ -341,13 +342,7 @@ def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda
 @pytest.mark.parametrize("name,X,estimator,k,dtype", ILL_CONDITIONED, ids=[c[0] for c in ILL_CONDITIONED])
 def test_simulated_references_whose_rho_cancels_are_decided_in_float64(cuda, name, X, estimator, k, dtype):
     """As ``test_engine_cpu.py``'s test of the same name, for the CUDA shift kernel."""
-    X = normalised(X)
-    X = rounded32(X) if dtype == "float32" else X
-    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
-    m, radius, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=2)
-    assert m == ref.m
-    np.testing.assert_array_equal(radius, ref.radius)
-    assert np.abs(Xn - ref.X).max() <= (1e-6 if dtype == "float32" else 1e-9)
+    assert_step_is_the_oracles(cuda, X, estimator, k, dtype)
 
 
 def test_tile_points_within_static_shared_memory():
