@@ -194,6 +194,44 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
     assert sorted(p.name for p in out.iterdir()) == ["results.csv"]
 
 
+def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_path, capsys):
+    """Regression: anomaly labels all 0, a stratified --max-n-anomaly sample without an anomaly, and a
+    --train-test half without one each wrote a table of nan (AUC of one class), exit 0.  Now one line
+    naming the dataset, the counts and the option, before any work (the sample is the tasks' own)."""
+    def table(name, anomalous):
+        rows = ["f1,f2,label"] + [f"{i % 7},{(i * 3) % 11},{int(i in anomalous)}" for i in range(60)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+        return ["--data", tmp_path / f"{name}.csv"]
+
+    none, four, one = table("none", ()), table("four", (3, 17, 31, 45)), table("one", (3,))
+    cases = [
+        (none, [], "anomaly dataset 'none': AUC needs normal points and anomalies, and its labels "
+         "(--label 'label') mark 60 normal and 0 anomalous points"),
+        (four, ["--max-n-anomaly", "3"], "anomaly dataset 'four': AUC needs normal points and anomalies, and "
+         "the 3 points --max-n-anomaly 3 keeps of its 60 (56 normal and 4 anomalous) are 3 normal and 0 "
+         "anomalous: raise --max-n-anomaly"),
+        (four, ["--max-n-anomaly", "20", "--train-test"], "under --train-test the train half of the 20 "
+         "points --max-n-anomaly 20 keeps of its 60 holds 10 normal and 0 anomalous points: run without "
+         "--train-test or raise --max-n-anomaly"),
+        (one, ["--max-n-anomaly", "30"], "a stratified sample of the 30 points --max-n-anomaly 30 keeps of "
+         "its 60 (59 normal and 1 anomalous) needs 2 points of each; raise --max-n-anomaly to 60"),
+        (one, ["--train-test"], "the test half of its 60 points holds 30 normal and 0 anomalous points: run "
+         "without --train-test"),
+    ]  # fmt: skip
+    out = tmp_path / "res"
+    for data, flags, message in cases:
+        code, err = _main(capsys, "evaluate", *data, "--task", "anomaly", *flags, "--out", out, "--quiet")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not out.exists()
+    from cdfts_dask.cli import build_parser
+    from cdfts_dask.cli.evaluate import build_tasks
+
+    # one anomaly is enough when no sample or half has to hold it twice
+    args = build_parser().parse_args(["evaluate", *map(str, one), "--task", "anomaly", "--out", str(out)])
+    assert {t.spec.name for t in build_tasks(args)} == {"one"}
+
+
 def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, client, capsys, monkeypatch):
     """Regression: a relative --data path was opened again by each worker in its own working directory,
     so a worker started elsewhere read another file of that name (or none); the path is now absolute."""

@@ -125,6 +125,8 @@ def build_tasks(args) -> list:
         X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
+        if spec.task == "anomaly":
+            _check_both_classes(spec, X, y, max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
         for lam in grids.clustering.lambdas:
             tasks.append(Task(spec, "rescale", lam, max_n, tt, grids, len(y)))
@@ -198,6 +200,45 @@ def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -
             f"dataset {spec.name!r}: EC needs at least {MIN_POINTS} points{part}, got {smallest} "
             f"({rows} rows, --max-n {max_n})"
         )
+
+
+def _check_both_classes(spec, X, y, max_n: int, train_test: bool) -> None:
+    """An anomaly dataset's AUC needs normal points and anomalies: in its labels, in the stratified
+    subsample of ``max_n`` points its tasks draw (:func:`~cdfts_dask.evaluation.datasets.subsample`, as
+    :func:`~cdfts_dask.evaluation.protocol.run_task` draws it) and, under --train-test, in each half
+    (:func:`~cdfts_dask.evaluation.datasets.halves`, as the protocol splits it).  A sample of one class
+    scored nan in every cell, exit 0: refused, one line naming the dataset, the counts and the option."""
+    import numpy as np
+
+    from ..evaluation.datasets import halves, subsample
+
+    def counts(labels) -> str:
+        anomalies = int(np.count_nonzero(labels))
+        return f"{len(labels) - anomalies} normal and {anomalies} anomalous"
+
+    where = f"anomaly dataset {spec.name!r}: AUC needs normal points and anomalies"
+    if len(np.unique(y)) < 2:
+        raise ValueError(f"{where}, and its labels (--label {spec.label!r}) mark {counts(y)} points")
+    kept = f"the {max_n} points --max-n-anomaly {max_n} keeps of its {len(y)}" if len(y) > max_n else None
+    try:
+        _, ys = subsample(X, y, max_n)
+    except ValueError:  # scikit-learn's stratified split: a class of one point
+        raise ValueError(
+            f"{where}: a stratified sample of {kept} ({counts(y)}) needs 2 points of each; "
+            f"raise --max-n-anomaly to {len(y)}"
+        ) from None
+    if len(np.unique(ys)) < 2:
+        raise ValueError(
+            f"{where}, and {kept} ({counts(y)}) are {counts(ys)}: raise --max-n-anomaly"
+        )
+    if train_test:
+        for half, idx in zip(("train", "test"), halves(ys), strict=True):
+            if len(np.unique(ys[idx])) < 2:
+                more = " or raise --max-n-anomaly" if len(y) > max_n else ""
+                raise ValueError(
+                    f"{where}, and under --train-test the {half} half of {kept or f'its {len(y)} points'} "
+                    f"holds {counts(ys[idx])} points: run without --train-test{more}"
+                )
 
 
 def _cost(task) -> float:
