@@ -6,6 +6,7 @@ argument and the offending value, so that the CLI can print it as one line.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -134,3 +135,20 @@ def check_positive_int(value, name: str, allow_none: bool = True) -> int | None:
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value!r}")
     return int(value)
+
+
+def check_duration(value, name: str, example: str = "5 minutes") -> float:
+    """Seconds of a positive, finite duration: a number of seconds or a string read by
+    ``dask.utils.parse_timedelta`` (``"90"``, ``"5 minutes"``).  Zero, a negative or non-finite
+    value, an unknown unit or anything unreadable is a ``ValueError`` naming ``name`` and the value
+    (``parse_timedelta`` itself raises ``KeyError`` for ``"nan"`` or an unknown unit and
+    ``OverflowError`` for ``"1e400"``)."""
+    from dask.utils import parse_timedelta
+
+    try:
+        seconds = float(parse_timedelta(value, default="s"))
+    except (ValueError, TypeError, KeyError, OverflowError):
+        seconds = math.nan
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{name} must be a positive duration such as {example!r}, got {value!r}")
+    return seconds

@@ -37,8 +37,25 @@ def session_client():
 
 
 #: how long a run waits for the first worker of a cluster it did not start (a scheduler just started, a job
-#: whose workers are still queued); the Dask configuration value ``cdfts.worker-wait`` (e.g. ``"5 minutes"``)
+#: whose workers are still queued); the Dask configuration value ``cdfts.worker-wait`` (e.g. ``"5 minutes"``;
+#: a positive finite duration, or None (YAML ``null``) to wait without a limit), see :func:`worker_wait`
 WORKER_WAIT = "60s"
+
+
+def worker_wait() -> float | None:
+    """Seconds to wait for a first worker: the Dask configuration value ``cdfts.worker-wait`` (default
+    :data:`WORKER_WAIT`), None when it is None (no limit).  Anything but a positive finite duration is a
+    ``ValueError`` naming ``cdfts.worker-wait`` and the value: ``0`` would wait forever (distributed's
+    ``wait_for_workers`` reads a zero timeout as none), ``"nan"`` or ``"10 parsecs"`` made
+    ``parse_timedelta`` raise ``KeyError``, ``"1e400"`` ``OverflowError``."""
+    import dask
+
+    from ._validation import check_duration
+
+    value = dask.config.get("cdfts.worker-wait", WORKER_WAIT)
+    if value is None:
+        return None
+    return check_duration(value, "the Dask configuration value cdfts.worker-wait", "5 minutes")
 
 
 def check_workers(client, gpu: bool = False) -> None:
@@ -46,25 +63,23 @@ def check_workers(client, gpu: bool = False) -> None:
     naming the scheduler and the workers):
 
     * a closed client;
-    * no worker within ``cdfts.worker-wait`` (default :data:`WORKER_WAIT`): the graph would wait for one
-      forever;
+    * no worker within ``cdfts.worker-wait`` (default :data:`WORKER_WAIT`, checked by :func:`worker_wait`
+      before any waiting; None waits without a limit): the graph would wait for one forever;
     * a worker without cdfts-dask (it would die reading the first task that names the package, and the
       run wait for it) or with another version (it would run its own copy of the kernels), asked with
       :func:`_cannot_import` and ``Client.get_versions``;
     * for ``gpu``, a worker without CuPy (a cluster mixing CPU and GPU workers would send CUDA tasks to
       the CPU ones).
     """
-    import dask
-    from dask.utils import parse_timedelta
-
     from . import __version__
 
+    wait = worker_wait()
     if client.status != "running":
         raise ValueError(f"client: the given Dask client is {client.status} ({client!r}); pass an open one")
     where = f"the Dask scheduler at {client.scheduler.address}"
-    wait = parse_timedelta(dask.config.get("cdfts.worker-wait", WORKER_WAIT), default="s")
     if not client.nthreads():
-        logger.info("waiting up to %g s for a worker of %s", wait, where)
+        limit = "without a limit" if wait is None else f"up to {wait:g} s"
+        logger.info("waiting %s for a worker of %s", limit, where)
         try:
             client.wait_for_workers(1, timeout=wait)
         except TimeoutError:

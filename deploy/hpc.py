@@ -34,6 +34,7 @@ import socket
 import sys
 from pathlib import Path
 
+from cdfts_dask._validation import check_duration
 from cdfts_dask.cli import HelpFormatter, OneLineErrorParser, build_parser, run_command
 from cdfts_dask.inputs import _check_readable as check_readable
 from cdfts_dask.log import logger, verbosity
@@ -201,9 +202,8 @@ def run(options, transform, args) -> int:
 
 
 def _seconds(duration: str | None) -> float | None:
-    from dask.utils import parse_timedelta
-
-    return None if duration is None else float(parse_timedelta(duration, default="s"))
+    """``--wait`` in seconds (None: no limit); a ValueError naming it unless a positive finite duration."""
+    return None if duration is None else check_duration(duration, "--wait", "30 minutes")
 
 
 def _print_job_script(options) -> int:
@@ -223,11 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {options.jobs}")
     try:
-        wait = _seconds(options.wait)
-    except (ValueError, TypeError, KeyError):
-        wait = -1.0
-    if wait is not None and wait <= 0:
-        parser.error(f"--wait must be a positive duration such as '30 minutes', got {options.wait!r}")
+        _seconds(options.wait)
+    except ValueError as exc:  # "soon", "0", "1e400" (parse_timedelta's OverflowError), "nan"
+        parser.error(str(exc))
     args, unknown = build_parser().parse_known_args(["transform", *rest])
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -51,12 +51,15 @@ def test_bench_rejects_bad_arguments(capsys):
          "--user-call does not use --gpu, --dtype, -k: it times a fixed setup"),
         (["--sizes", "300", "--kernels", "--estimator", "knn", "--workers", "1"],
          "--kernels does not use --workers, --estimator: it times a fixed setup"),
+        (["--sizes", "20", "--user-call", "--kernels"],
+         "--user-call and --kernels are two modes of the benchmark: give one"),
     ],
 )  # fmt: skip
 def test_bench_refuses_what_it_would_not_measure(capsys, flags, message):
     """Regressions: ``--sizes inf`` and ``-d 0`` ended in tracebacks; ``--user-call --gpu --dtype float32``
     timed the CPU float64 call and ``--kernels --estimator knn --workers 1`` ignored both, exit 0;
-    ``-k 0`` measured k = 10 and ``--lam nan`` was timed."""
+    ``-k 0`` measured k = 10 and ``--lam nan`` was timed; ``--user-call --kernels`` timed the user call
+    and dropped ``--kernels``, exit 0."""
     from cdfts_dask.cli import main
 
     try:

@@ -3,6 +3,8 @@ cluster; counted in worker processes, and numba's compiled kernels are loaded fr
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import psutil
 import pytest
@@ -79,6 +81,32 @@ def test_a_closed_client_and_security_beside_a_given_client_are_named(X, client)
     with pytest.warns(UserWarning, match="security is ignored: the given client's connection") as record:
         cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=client, security=Security())
     assert record[0].filename == __file__
+
+
+@pytest.mark.parametrize("value", ["0", 0, "nan", "10 parsecs", "1e400", "-5s", -5])
+def test_a_worker_wait_that_is_no_positive_finite_duration_is_refused_before_any_wait(X, client, value):
+    """Regression: ``cdfts.worker-wait`` was read unchecked: ``0`` waited forever on a scheduler without
+    workers (distributed reads a zero timeout as none), ``"nan"``, ``"10 parsecs"`` and ``"1e400"`` ended
+    in a KeyError / OverflowError traceback, ``"-5s"`` in "could not convert string to float: '1-5'".
+    Now one ValueError naming the value, before any waiting (here on workers that are already up)."""
+    import dask
+
+    message = "the Dask configuration value cdfts.worker-wait must be a positive duration such as "
+    message += f"'5 minutes', got {value!r}"
+    message = "^" + re.escape(message) + "$"
+    with dask.config.set({"cdfts.worker-wait": value}):
+        with pytest.raises(ValueError, match=message):
+            cdf_ts(X, max_iter=1, method="tiled", client=client)
+
+
+@pytest.mark.parametrize("value", [None, "90", 2.5, "5 minutes"])
+def test_a_worker_wait_of_none_or_a_duration_runs(X, client, value):
+    """None (YAML ``null``) waits for a first worker without a limit; here the workers are up."""
+    import dask
+
+    with dask.config.set({"cdfts.worker-wait": value}):
+        out = cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=client)
+    np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
 
 
 @simulated_cuda

@@ -367,6 +367,10 @@ def test_hpc_scheduler_host_and_install_source(hpc):
         (["in.npy", "out.npy", "--bogus"], "unrecognized arguments: --bogus"),
         (["in.npy", "out.npy", "--wait", "soon"], "--wait must be a positive duration such as '30 minutes'"),
         (["in.npy", "out.npy", "--wait", "0"], "--wait must be a positive duration"),
+        # Regression: parse_timedelta's OverflowError (1e400) and KeyError (nan) escaped as tracebacks
+        (["in.npy", "out.npy", "--wait", "1e400"], "--wait must be a positive duration such as '30 minutes', "
+         "got '1e400'"),
+        (["in.npy", "out.npy", "--wait", "nan"], "--wait must be a positive duration"),
         (["--print-job-script", "--interface", "nosuchif0"], "hpc.py slurm: error: 'nosuchif0' is not"),
     ],
 )

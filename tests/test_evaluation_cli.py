@@ -1,5 +1,6 @@
 """``cdfts evaluate`` and ``cdfts plot`` end to end."""
 
+import hashlib
 import json
 import re
 import shutil
@@ -108,11 +109,12 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     assert {p.name for p in out.iterdir()} == written
     assert json.loads((out / "settings.json").read_text())["max_n"] == 50
     # Regression: a resume with other options kept the first run's records beside new ones (n = 302 and
-    # n = 100 in one table, exit 0); refused, by settings.json, and record by record without it
-    for other, what in ((["--max-n", "60"], "max_n 50 there, 60 now"),
-                        (["--eps-step", "0.2"], "eps_step 0.1 there, 0.2 now")):  # fmt: skip
-        code, err = _main(capsys, *args, *other, "--resume", "--quiet")
-        assert code == 2 and "--resume: the records in" in err and what in err, err
+    # n = 100 in one table, exit 0); refused, by settings.json (the eps steps, --train-test) and record by
+    # record (n, so --max-n), also without settings.json
+    code, err = _main(capsys, *args, "--eps-step", "0.2", "--resume", "--quiet")
+    assert code == 2 and "--resume: the records in" in err and "eps_step 0.1 there, 0.2 now" in err, err
+    code, err = _main(capsys, *args, "--max-n", "60", "--resume", "--quiet")
+    assert code == 2 and "made on n = 50 without --train-test, this run asks for n = 60" in err, err
     (out / "settings.json").unlink()  # an output written before settings.json existed
     code, err = _main(capsys, *args, "--max-n", "60", "--resume", "--quiet")
     assert code == 2 and "made on n = 50 without --train-test, this run asks for n = 60" in err, err
@@ -124,6 +126,103 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
         code, err = _main(capsys, *args, "--resume")
         err_lines = err.strip().splitlines()
         assert code == 2 and len(err_lines) == 1 and "is not JSON" in err_lines[0], err
+
+
+def _small_table(path, rows: int = 55) -> list:
+    """``rows`` points of 3L (every 5th) with two label columns, ``label`` and ``other``; ``--data path``."""
+    lines = (DATA / "3L.csv").read_text().splitlines()
+    body = [f"{line},{i % 3}" for i, line in enumerate(lines[1::5][:rows])]
+    path.write_text("\n".join([lines[0] + ",other", *body]) + "\n")
+    return ["--data", path]
+
+
+def test_evaluate_resume_refuses_records_of_another_label_or_file(tmp_path, client, capsys):
+    """Regression: ``--resume`` kept the records of a dataset made from another ``--label`` column or
+    another file of the same name (a table mixing the two, exit 0); and refused a resume whose records
+    would not change: ``--max-n 70`` where every dataset has fewer rows (``max_n 60 there, 70 now``),
+    ``--dbscan-eps-step`` equal to ``--eps-step``.  ``settings.json`` now holds each dataset's label and
+    SHA-256; the run-wide check compares the effective DBSCAN step, and n is checked record by record."""
+    out = tmp_path / "res"
+    x = _small_table(tmp_path / "x.csv")
+    args = ["evaluate", *x, "--max-n", "60", "--eps-step", "0.25", "--scheduler", client.scheduler.address,
+            "--out", out]  # fmt: skip
+    assert _main(capsys, *args, "--quiet") == (0, "")
+    settings = json.loads((out / "settings.json").read_text())
+    digest = hashlib.sha256((tmp_path / "x.csv").read_bytes()).hexdigest()
+    assert settings["datasets"] == {"clustering/x": {"label": "label", "sha256": digest}}
+    full = (out / "results.csv").read_text()
+    for same in (["--max-n", "70"], ["--dbscan-eps-step", "0.25"]):  # nothing a record depends on differs
+        code, err = _main(capsys, *args, *same, "--resume")
+        assert code == 0 and "0 tasks (16 resumed)" in err, err
+    assert (out / "results.csv").read_text() == full
+    code, err = _main(capsys, *args, "--label", "other", "--resume", "--quiet")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "--resume: the records of dataset 'clustering/x' in" in lines[0]
+    assert "made from other data (--label 'label' there, 'other' now)" in lines[0]
+    kept = (tmp_path / "x.csv").read_bytes()
+    (tmp_path / "x.csv").write_bytes(kept.replace(b"0.2", b"0.3", 1))  # another file of the same name
+    code, err = _main(capsys, *args, "--resume", "--quiet")
+    assert code == 2 and f"(file SHA-256 {digest[:12]}... there, " in err, err
+    assert (out / "results.csv").read_text() == full
+    # a dataset new to the run is fine; an older settings.json (no per-dataset entries, as the published
+    # docs/results/settings.json) is accepted as before
+    (tmp_path / "x.csv").write_bytes(kept)
+    y = _small_table(tmp_path / "y.csv", rows=52)
+    code, err = _main(capsys, *args, *y, "--resume")
+    assert code == 0 and "16 tasks (16 resumed)" in err, err
+    entries = json.loads((out / "settings.json").read_text())["datasets"]
+    assert set(entries) == {"clustering/x", "clustering/y"}
+    published = json.loads((ROOT / "docs" / "results" / "settings.json").read_text())
+    assert "datasets" not in published
+    (out / "settings.json").write_text(json.dumps({**published, "eps_step": 0.25}))
+    code, err = _main(capsys, *args, *y, "--resume")
+    assert code == 0 and "0 tasks (32 resumed)" in err, err
+
+
+def test_a_directory_datasets_digest_covers_each_file_and_its_name(tmp_path):
+    """A ``.zarr`` input (a directory) is hashed file by file in sorted order, names included: equal stores
+    have equal digests wherever they lie; a changed chunk or a renamed file changes it."""
+    from cdfts_dask.cli.evaluate import file_sha256
+
+    for root in (tmp_path / "a.zarr", tmp_path / "b" / "a.zarr"):
+        (root / "0").mkdir(parents=True)
+        (root / "zarr.json").write_text('{"shape": [2, 2]}')
+        (root / "0" / "0").write_bytes(b"\x00\x01")
+    first = file_sha256(tmp_path / "a.zarr")
+    assert first == file_sha256(tmp_path / "b" / "a.zarr") and len(first) == 64
+    (tmp_path / "b" / "a.zarr" / "0" / "0").write_bytes(b"\x00\x02")
+    assert file_sha256(tmp_path / "b" / "a.zarr") != first
+    (tmp_path / "a.zarr" / "0" / "0").rename(tmp_path / "a.zarr" / "0" / "1")
+    assert file_sha256(tmp_path / "a.zarr") != first
+
+
+def test_evaluate_resume_with_only_keeps_the_other_datasets_records(tmp_path, client, capsys):
+    """Regression: ``--resume --only x`` rewrote records.jsonl with x's records alone: the other dataset's
+    finished records were deleted.  They now stay, byte for byte (out of this run's tables); only x's
+    incomplete task runs again, and a later resume of both runs nothing."""
+    out = tmp_path / "res"
+    data = [*_small_table(tmp_path / "x.csv"), *_small_table(tmp_path / "y.csv", rows=52)]
+    args = ["evaluate", *data, "--eps-step", "0.25", "--scheduler", client.scheduler.address, "--out", out]
+    assert _main(capsys, *args, "--quiet") == (0, "")
+    full = (out / "results.csv").read_text()
+    lines = (out / "records.jsonl").read_text().splitlines(keepends=True)
+    y_lines = [line for line in lines if '"dataset": "y"' in line]
+    assert len(lines) == 2 * 16 * 4 and len(y_lines) == 16 * 4
+    x_lines = [line for line in lines if line not in y_lines]
+    (out / "records.jsonl").write_text("".join(x_lines[:-2] + y_lines))  # half of an x task lost
+    code, err = _main(capsys, *args, "--only", "x", "--resume")
+    assert code == 0 and "1 tasks (15 resumed)" in err, err
+    after = (out / "records.jsonl").read_text().splitlines(keepends=True)
+    assert [line for line in after if '"dataset": "y"' in line] == y_lines
+    assert len(after) == len(lines)
+    assert {r["dataset"] for r in json.loads((out / "records.json").read_text())} == {"x"}
+    # y's entry stays too: a later resume checks y's kept records against its label and file
+    entries = json.loads((out / "settings.json").read_text())["datasets"]
+    assert set(entries) == {"clustering/x", "clustering/y"}
+    code, err = _main(capsys, *args, "--resume")
+    assert code == 0 and "0 tasks (32 resumed)" in err, err
+    assert (out / "results.csv").read_text() == full
 
 
 def test_plot_in_process_without_warnings(tmp_path, capsys):
@@ -192,6 +291,44 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
         assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), lines
     assert (out / "results.csv").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["results.csv"]
+
+
+def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_path, capsys):
+    """Regression: anomaly labels all 0, a stratified --max-n-anomaly sample without an anomaly, and a
+    --train-test half without one each wrote a table of nan (AUC of one class), exit 0.  Now one line
+    naming the dataset, the counts and the option, before any work (the sample is the tasks' own)."""
+    def table(name, anomalous):
+        rows = ["f1,f2,label"] + [f"{i % 7},{(i * 3) % 11},{int(i in anomalous)}" for i in range(60)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+        return ["--data", tmp_path / f"{name}.csv"]
+
+    none, four, one = table("none", ()), table("four", (3, 17, 31, 45)), table("one", (3,))
+    cases = [
+        (none, [], "anomaly dataset 'none': AUC needs normal points and anomalies, and its labels "
+         "(--label 'label') mark 60 normal and 0 anomalous points"),
+        (four, ["--max-n-anomaly", "3"], "anomaly dataset 'four': AUC needs normal points and anomalies, and "
+         "the 3 points --max-n-anomaly 3 keeps of its 60 (56 normal and 4 anomalous) are 3 normal and 0 "
+         "anomalous: raise --max-n-anomaly"),
+        (four, ["--max-n-anomaly", "20", "--train-test"], "under --train-test the train half of the 20 "
+         "points --max-n-anomaly 20 keeps of its 60 holds 10 normal and 0 anomalous points: run without "
+         "--train-test or raise --max-n-anomaly"),
+        (one, ["--max-n-anomaly", "30"], "a stratified sample of the 30 points --max-n-anomaly 30 keeps of "
+         "its 60 (59 normal and 1 anomalous) needs 2 points of each; raise --max-n-anomaly to 60"),
+        (one, ["--train-test"], "the test half of its 60 points holds 30 normal and 0 anomalous points: run "
+         "without --train-test"),
+    ]  # fmt: skip
+    out = tmp_path / "res"
+    for data, flags, message in cases:
+        code, err = _main(capsys, "evaluate", *data, "--task", "anomaly", *flags, "--out", out, "--quiet")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not out.exists()
+    from cdfts_dask.cli import build_parser
+    from cdfts_dask.cli.evaluate import build_tasks
+
+    # one anomaly is enough when no sample or half has to hold it twice
+    args = build_parser().parse_args(["evaluate", *map(str, one), "--task", "anomaly", "--out", str(out)])
+    assert {t.spec.name for t in build_tasks(args)} == {"one"}
 
 
 def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, client, capsys, monkeypatch):

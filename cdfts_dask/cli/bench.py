@@ -79,7 +79,8 @@ UNUSED = {
 
 
 def check_options(args) -> None:
-    """One-line errors, before any timing, for values the benchmark cannot honour."""
+    """One-line errors, before any timing, for values the benchmark cannot honour: bad values, both
+    modes at once, and a mode's unused options (:data:`UNUSED`) given other values than their defaults."""
     if args.dims < 1:
         raise ValueError(f"--dims must be >= 1, got {args.dims}")
     if args.k < 1:
@@ -90,6 +91,8 @@ def check_options(args) -> None:
         raise ValueError(f"--tile-size must be >= 1, got {args.tile_size}")
     if args.repeat < 1:
         raise ValueError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.user_call and args.kernels:  # each mode times one thing: the other was dropped without a word
+        raise ValueError("--user-call and --kernels are two modes of the benchmark: give one")
     for mode, unused in UNUSED.items():
         if getattr(args, mode):
             given = [_flag(name) for name in unused if getattr(args, name) != args.defaults[name]]

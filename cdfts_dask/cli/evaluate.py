@@ -7,15 +7,18 @@ the train/test protocol, and returns one record per algorithm.  Writes
 ``OUT/*_traintest.md`` (with ``--train-test``), ``OUT/results.csv``,
 ``OUT/parameters.json``, ``OUT/targets.md`` (CDF-TS vs the paper, every
 difference > 0.03), ``OUT/records.json`` / ``records.jsonl`` and
-``OUT/runtime.txt``, and ``OUT/settings.json`` (the options every record depends on).
+``OUT/runtime.txt``, and ``OUT/settings.json`` (the options every record depends on, and per
+dataset its --label and its file's SHA-256).
 The tables and other files derived from the records are removed once the run's cluster is up and
 written when it ends (an interrupted run leaves ``records.jsonl`` and ``settings.json`` only), each
 under a temporary name first.  ``--resume`` keeps the records already in ``OUT/records.jsonl``
-(checked line by line, and against ``settings.json``: a resume with other options is refused;
-a last line cut short by a killed run is dropped and its task run again) and runs only the tasks
-without them.  Datasets are named by file name (two of one name are refused), read by absolute
-path (the workers open them again), and never among the files written to ``OUT``; anomaly
-labels must be 0 and 1.
+(checked line by line, and against ``settings.json``: a resume with another eps step or
+--train-test, a kept record made on another n, or of a dataset with another --label or file, is
+refused; a last line cut short by a killed run is dropped and its task run again) and runs only
+the tasks without them; the records of datasets outside this run (``--only``) stay in
+``records.jsonl`` as they were, out of this run's tables.  Datasets are named by file name (two of
+one name are refused), read by absolute path (the workers open them again), and never among the
+files written to ``OUT``; anomaly labels must be 0 and 1, with both in the points each task uses.
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ def build_tasks(args) -> list:
         X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
+        if spec.task == "anomaly":
+            _check_both_classes(spec, X, y, max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
         for lam in grids.clustering.lambdas:
             tasks.append(Task(spec, "rescale", lam, max_n, tt, grids, len(y)))
@@ -200,6 +205,45 @@ def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -
         )
 
 
+def _check_both_classes(spec, X, y, max_n: int, train_test: bool) -> None:
+    """An anomaly dataset's AUC needs normal points and anomalies: in its labels, in the stratified
+    subsample of ``max_n`` points its tasks draw (:func:`~cdfts_dask.evaluation.datasets.subsample`, as
+    :func:`~cdfts_dask.evaluation.protocol.run_task` draws it) and, under --train-test, in each half
+    (:func:`~cdfts_dask.evaluation.datasets.halves`, as the protocol splits it).  A sample of one class
+    scored nan in every cell, exit 0: refused, one line naming the dataset, the counts and the option."""
+    import numpy as np
+
+    from ..evaluation.datasets import halves, subsample
+
+    def counts(labels) -> str:
+        anomalies = int(np.count_nonzero(labels))
+        return f"{len(labels) - anomalies} normal and {anomalies} anomalous"
+
+    where = f"anomaly dataset {spec.name!r}: AUC needs normal points and anomalies"
+    if len(np.unique(y)) < 2:
+        raise ValueError(f"{where}, and its labels (--label {spec.label!r}) mark {counts(y)} points")
+    kept = f"the {max_n} points --max-n-anomaly {max_n} keeps of its {len(y)}" if len(y) > max_n else None
+    try:
+        _, ys = subsample(X, y, max_n)
+    except ValueError:  # scikit-learn's stratified split: a class of one point
+        raise ValueError(
+            f"{where}: a stratified sample of {kept} ({counts(y)}) needs 2 points of each; "
+            f"raise --max-n-anomaly to {len(y)}"
+        ) from None
+    if len(np.unique(ys)) < 2:
+        raise ValueError(
+            f"{where}, and {kept} ({counts(y)}) are {counts(ys)}: raise --max-n-anomaly"
+        )
+    if train_test:
+        for half, idx in zip(("train", "test"), halves(ys), strict=True):
+            if len(np.unique(ys[idx])) < 2:
+                more = " or raise --max-n-anomaly" if len(y) > max_n else ""
+                raise ValueError(
+                    f"{where}, and under --train-test the {half} half of {kept or f'its {len(y)} points'} "
+                    f"holds {counts(ys[idx])} points: run without --train-test{more}"
+                )
+
+
 def _cost(task) -> float:
     """Rough relative run time of a task, for ordering: O(n^2) views, CDF-TS iterating ~10 times."""
     n = min(task.n_points, task.max_n or task.n_points)
@@ -218,16 +262,20 @@ def _record_label(rec: dict) -> str:
     return f"{rec['task']}/{rec['dataset']} {rec['transform']}{p}"
 
 
-def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
-    """Records of ``path`` (records.jsonl) and the labels of the tasks they complete.
+def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple[str, dict]]]:
+    """Records of ``path`` (records.jsonl): those of this run's ``tasks`` that are complete, the labels
+    of those tasks, and every record of a task outside ``tasks`` as ``(line, record)``.
 
     Every line must be a JSON record with the fields a task writes; a task counts as done only
-    when it has a record for each of its algorithms.  Records of tasks not in ``tasks`` are
-    dropped (another selection of datasets)."""
+    when it has a record for each of its algorithms (the records of an incomplete one are dropped: it
+    runs again).  The records of other tasks (datasets left out by ``--only`` or not given) are not
+    used by this run; :func:`_start_output` keeps their lines verbatim."""
     if not path.exists():
-        return [], set()
+        return [], set(), []
     need = ("task", "dataset", "transform", "tparam", "algorithm", "score", "params", "n")
+    labels = {t.label for t in tasks}
     by_label: dict[str, dict[str, dict]] = {}
+    others: list[tuple[str, dict]] = []
     text = path.read_text()
     lines = text.splitlines()
     for i, line in enumerate(lines, 1):
@@ -243,7 +291,10 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
             raise ValueError(
                 f"{path}: line {i} is not a task record (needs {', '.join(need)}); cannot resume"
             )
-        by_label.setdefault(_record_label(rec), {})[rec["algorithm"]] = rec
+        if _record_label(rec) in labels:
+            by_label.setdefault(_record_label(rec), {})[rec["algorithm"]] = rec
+        else:
+            others.append((line, rec))
     records, done = [], set()
     for t in tasks:
         have = by_label.get(t.label, {})
@@ -252,7 +303,7 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str]]:
         if set(have) >= _expected_algorithms(t):
             done.add(t.label)
             records.extend(have[a] for a in sorted(_expected_algorithms(t)))
-    return records, done
+    return records, done, others
 
 
 def _check_same_run(path: Path, task, rec: dict) -> None:
@@ -271,26 +322,70 @@ def _check_same_run(path: Path, task, rec: dict) -> None:
         )
 
 
-def _settings(args) -> dict:
-    """The options that decide every record (``OUT/settings.json``; a resume must repeat them)."""
+def _settings(args, specs) -> dict:
+    """The options that decide the records (``OUT/settings.json``; a resume must repeat them): the eps
+    steps and --train-test, checked by :func:`_check_resumed_settings`; --max-n and --max-n-anomaly
+    (for the reader: a resume checks each kept record's n instead, :func:`_check_same_run`); and per
+    dataset (``task/name``) its --label and the SHA-256 of its file (:func:`file_sha256`), checked by
+    :func:`_check_resumed_datasets`."""
     return {
         "eps_step": args.eps_step,
         "dbscan_eps_step": args.dbscan_eps_step,
         "max_n": args.max_n,
         "max_n_anomaly": args.max_n_anomaly,
         "train_test": bool(args.train_test and not args.no_train_test),
+        "datasets": {s.key: {"label": s.label, "sha256": file_sha256(s.path)} for s in specs},
     }
 
 
-def _check_resumed_settings(out: Path, settings: dict) -> None:
+def file_sha256(path) -> str:
+    """SHA-256 of a file's bytes; of a directory (a ``.zarr`` store), of each file's path relative to it
+    and its bytes, the files in sorted order."""
+    import hashlib
+
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    for f in files:
+        if path.is_dir():
+            digest.update(f.relative_to(path).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_settings(out: Path) -> dict | None:
+    """``OUT/settings.json``, None when there is none (an output written before it existed)."""
     path = out / "settings.json"
-    if not path.exists():  # an older output: its records are checked one by one (_check_same_run)
-        return
+    if not path.exists():
+        return None
     try:
         kept = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"--resume: {path} is not JSON ({exc.msg}); cannot resume") from None
-    differ = [f"{k} {kept.get(k)!r} there, {v!r} now" for k, v in settings.items() if kept.get(k) != v]
+    if not isinstance(kept, dict):
+        raise ValueError(f"--resume: {path} is not a settings object; cannot resume")
+    return kept
+
+
+def _compared(settings: dict) -> dict:
+    """The run-wide options a kept record depends on: the eps grid step, DBSCAN's (its own, else the eps
+    step: the grid it searched) and --train-test."""
+    return {
+        "eps_step": settings.get("eps_step"),
+        "DBSCAN eps step": settings.get("dbscan_eps_step") or settings.get("eps_step"),
+        "train_test": settings.get("train_test"),
+    }
+
+
+def _check_resumed_settings(out: Path, kept: dict | None, settings: dict) -> None:
+    """A resume with other run-wide options (:func:`_compared`) than ``kept`` (the first run's
+    ``settings.json``; None for an older output, whose records are checked one by one) is refused."""
+    if kept is None:
+        return
+    was, now = _compared(kept), _compared(settings)
+    differ = [f"{k} {was[k]!r} there, {v!r} now" for k, v in now.items() if was[k] != v]
     if differ:
         raise ValueError(
             f"--resume: the records in {out} were made with other options ({'; '.join(differ)}): run "
@@ -298,12 +393,36 @@ def _check_resumed_settings(out: Path, settings: dict) -> None:
         )
 
 
-def _start_output(out: Path, kept: list[dict], settings: dict) -> None:
-    """Once the cluster is up: ``records.jsonl`` holds the ``kept`` records only (none without
-    ``--resume``), the files derived from earlier records are removed (tables that do not describe
-    these records must not stand beside them; they are written again at the end) and
-    ``settings.json`` is written."""
-    _write(out / "records.jsonl", "".join(json.dumps(r, default=float) + "\n" for r in kept))
+def _check_resumed_datasets(out: Path, kept: dict | None, settings: dict, records: list[dict]) -> None:
+    """A kept record (of this run's tasks, or kept verbatim) of a dataset of this run whose --label or
+    file SHA-256 differs from ``kept``'s entry is refused, naming the dataset and what differs.  Datasets
+    without an entry (new ones, or a ``settings.json`` written before the entries existed) pass."""
+    entries = (kept or {}).get("datasets")
+    if not isinstance(entries, dict):
+        return
+    now = settings["datasets"]
+    for key in sorted({f"{r['task']}/{r['dataset']}" for r in records} & now.keys() & entries.keys()):
+        was = entries[key] if isinstance(entries[key], dict) else {}
+        differ = []
+        if was.get("label") != now[key]["label"]:
+            differ.append(f"--label {was.get('label')!r} there, {now[key]['label']!r} now")
+        if was.get("sha256") != now[key]["sha256"]:
+            there, here = str(was.get("sha256"))[:12], now[key]["sha256"][:12]
+            differ.append(f"file SHA-256 {there}... there, {here}... now")
+        if differ:
+            raise ValueError(
+                f"--resume: the records of dataset {key!r} in {out} were made from other data "
+                f"({'; '.join(differ)}): run without --resume, or with that dataset as it was"
+            )
+
+
+def _start_output(out: Path, kept: list[dict], settings: dict, others: list[str] = ()) -> None:
+    """Once the cluster is up: ``records.jsonl`` holds the ``others`` lines verbatim (records of tasks
+    outside this run, kept by a resume) and the ``kept`` records (none without ``--resume``), the
+    files derived from earlier records are removed (tables that do not describe these records must not
+    stand beside them; they are written again at the end) and ``settings.json`` is written."""
+    lines = [line + "\n" for line in others] + [json.dumps(r, default=float) + "\n" for r in kept]
+    _write(out / "records.jsonl", "".join(lines))
     for name in DERIVED:
         (out / name).unlink(missing_ok=True)
     _write(out / "settings.json", json.dumps(settings, indent=1) + "\n")
@@ -321,15 +440,20 @@ def run(args) -> int:
     tic = time.perf_counter()
     records: list[dict] = []
     resumed: set[str] = set()
-    settings = _settings(args)
+    others: list[tuple[str, dict]] = []
+    settings = _settings(args, dict.fromkeys(t.spec for t in tasks))
     if args.resume:
-        _check_resumed_settings(out, settings)
-        records, resumed = load_done(out / "records.jsonl", tasks)
+        kept = _read_settings(out)
+        _check_resumed_settings(out, kept, settings)
+        records, resumed, others = load_done(out / "records.jsonl", tasks)
+        _check_resumed_datasets(out, kept, settings, records + [rec for _, rec in others])
+        if kept is not None and isinstance(kept.get("datasets"), dict):  # the entries of the others' datasets
+            settings["datasets"] = {**kept["datasets"], **settings["datasets"]}
     tasks = [t for t in tasks if t.label not in resumed]
     from distributed import as_completed
 
     with dask_quiet(), dask_client(args.scheduler, args.workers) as client:
-        _start_output(out, records, settings)
+        _start_output(out, records, settings, [line for line, _ in others])
         if not args.quiet:
             print(
                 f"{len(tasks)} tasks ({len(resumed)} resumed) on "

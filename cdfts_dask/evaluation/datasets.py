@@ -38,7 +38,8 @@ def load_labelled(
     ``label`` is a header name or a column index (-1 = last, the only choice for
     header-less CSV, .npy and Zarr inputs).  ``anomaly``: the labels must be 0
     (normal) and 1 (anomaly), refused otherwise (numbered in sorted order, 1 = anomaly
-    beside 2 = normal would score every detector upside down).
+    beside 2 = normal would score every detector upside down), and are returned as they are
+    (labels all 1 stay 1; numbered, they would read as all normal).
     """
     X, labels, _ = read_table(path, label_column=label, name=str(path))
     if labels is None:
@@ -54,6 +55,7 @@ def load_labelled(
         raise ValueError(
             f"--task anomaly: the labels of {str(path)!r} must be 0 (normal) and 1 (anomaly), got {shown}"
         )
+        y = values.astype(np.int64)
     return np.asarray(X, dtype=np.float64), y.astype(np.int64)
 
 
