@@ -190,7 +190,7 @@ def run(options, transform, args) -> int:
         # All of them before the run starts: the input array is replicated to every worker present when
         # it starts, so that losing one job later leaves a copy to recompute the lost tasks from.
         try:
-            cluster.wait_for_workers(options.jobs, timeout=_seconds(options.wait))
+            cluster.wait_for_workers(options.jobs, timeout=options.wait_seconds)
         except TimeoutError:
             arrived = len(cluster.scheduler_info.get("workers", {}))
             raise ValueError(
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {options.jobs}")
     try:
-        _seconds(options.wait)
+        options.wait_seconds = _seconds(options.wait)
     except ValueError as exc:  # "soon", "0", "1e400" (parse_timedelta's OverflowError), "nan"
         parser.error(str(exc))
     args, unknown = build_parser().parse_known_args(["transform", *rest])

@@ -303,9 +303,12 @@ def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_pat
         return ["--data", tmp_path / f"{name}.csv"]
 
     none, four, one = table("none", ()), table("four", (3, 17, 31, 45)), table("one", (3,))
+    every = table("every", range(60))
     cases = [
         (none, [], "anomaly dataset 'none': AUC needs normal points and anomalies, and its labels "
          "(--label 'label') mark 60 normal and 0 anomalous points"),
+        (every, [], "anomaly dataset 'every': AUC needs normal points and anomalies, and its labels "
+         "(--label 'label') mark 0 normal and 60 anomalous points"),  # labels 1 stay anomalies
         (four, ["--max-n-anomaly", "3"], "anomaly dataset 'four': AUC needs normal points and anomalies, and "
          "the 3 points --max-n-anomaly 3 keeps of its 60 (56 normal and 4 anomalous) are 3 normal and 0 "
          "anomalous: raise --max-n-anomaly"),

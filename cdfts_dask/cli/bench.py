@@ -81,6 +81,9 @@ UNUSED = {
 def check_options(args) -> None:
     """One-line errors, before any timing, for values the benchmark cannot honour: bad values, both
     modes at once, and a mode's unused options (:data:`UNUSED`) given other values than their defaults."""
+    for t in _dtypes(args):
+        if t not in ("float64", "float32"):
+            raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
     if args.dims < 1:
         raise ValueError(f"--dims must be >= 1, got {args.dims}")
     if args.k < 1:
@@ -104,12 +107,13 @@ def _flag(name: str) -> str:
     return "-" + name if len(name) == 1 else "--" + name.replace("_", "-")
 
 
+def _dtypes(args) -> tuple[str, ...]:
+    return tuple(t.strip() for t in args.dtype.split(","))
+
+
 def run(args) -> int:
-    dtypes = tuple(t.strip() for t in args.dtype.split(","))
-    for t in dtypes:
-        if t not in ("float64", "float32"):
-            raise ValueError(f"--dtype must be float64 and/or float32, got {t!r}")
     check_options(args)
+    dtypes = _dtypes(args)
     if args.user_call:
         for n in args.sizes:
             for w in args.workers:

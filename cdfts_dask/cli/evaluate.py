@@ -101,6 +101,8 @@ def build_tasks(args) -> list:
 
     check_cluster_arguments(args)
     _check_eps_step("--eps-step", args.eps_step)
+    if args.dbscan_eps_step is not None:
+        _check_eps_step("--dbscan-eps-step", args.dbscan_eps_step)
     for option in ("max_n", "max_n_anomaly"):
         if getattr(args, option) < 2:
             raise ValueError(f"--{option.replace('_', '-')} must be at least 2, got {getattr(args, option)}")
@@ -117,13 +119,11 @@ def build_tasks(args) -> list:
     if not specs:
         raise ValueError("no datasets: give --datasets DIR and/or --data FILE")
     _check_inputs_are_not_outputs(specs, Path(args.out))
-    if args.dbscan_eps_step is not None:
-        _check_eps_step("--dbscan-eps-step", args.dbscan_eps_step)
     grids = make_grids(args.eps_step, args.dbscan_eps_step)
+    tt = _train_test(args)
     tasks = []
     for spec in specs:
         max_n = args.max_n if spec.task == "clustering" else args.max_n_anomaly
-        tt = args.train_test and not args.no_train_test
         # validate now: fail before starting the cluster
         X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
@@ -141,6 +141,11 @@ def build_tasks(args) -> list:
                 tasks.append(Task(spec, "cdfts", k, max_n, tt, grids, len(y)))
         del X, y
     return tasks
+
+
+def _train_test(args) -> bool:
+    """Whether the train/test protocol runs (``--no-train-test``, the default, wins)."""
+    return bool(args.train_test and not args.no_train_test)
 
 
 #: the smallest eps grid step: a grid of at most 10^5 values (the default 0.001 gives 1000)
@@ -333,7 +338,7 @@ def _settings(args, specs) -> dict:
         "dbscan_eps_step": args.dbscan_eps_step,
         "max_n": args.max_n,
         "max_n_anomaly": args.max_n_anomaly,
-        "train_test": bool(args.train_test and not args.no_train_test),
+        "train_test": _train_test(args),
         "datasets": {s.key: {"label": s.label, "sha256": file_sha256(s.path)} for s in specs},
     }
 

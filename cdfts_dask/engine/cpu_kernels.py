@@ -350,8 +350,8 @@ def _rho_group(
 ):
     """rho of the group's four references against targets [y0, y0 + w) into ``r_k`` (float64): ``sq``
     from ``s_k`` plus columns [``head_columns(d)``, d), summed in registers (``d = len(columns)``, a
-    compile-time constant); returns the number of targets with a ``sq`` inside some reference's guard
-    band or at most ``tiny`` (the caller re-checks those in float64)."""
+    compile-time constant); returns a mask, bit k set when reference k has a target whose ``sq`` lies in
+    its guard band or at most ``tiny`` (the caller re-checks that reference's row in float64)."""
     j0, cols, x0, x1, x2, x3 = _group_start(X, z0, z1, z2, z3, columns)
     l0, l1, l2, l3 = Tlo[z0], Tlo[z1], Tlo[z2], Tlo[z3]
     h0, h1, h2, h3 = Thi[z0], Thi[z1], Thi[z2], Thi[z3]
@@ -365,8 +365,9 @@ def _rho_group(
         r1[t] = _rho(v1, l1, i1, a1, b1)
         r2[t] = _rho(v2, l2, i2, a2, b2)
         r3[t] = _rho(v3, l3, i3, a3, b3)
-        amb += _in_band(v0, l0, h0) | _in_band(v1, l1, h1) | _in_band(v2, l2, h2) | _in_band(v3, l3, h3)
-        amb += (v0 <= tiny) | (v1 <= tiny) | (v2 <= tiny) | (v3 <= tiny)
+        f0, f1 = int(_in_band(v0, l0, h0) | (v0 <= tiny)), int(_in_band(v1, l1, h1) | (v1 <= tiny))
+        f2, f3 = int(_in_band(v2, l2, h2) | (v2 <= tiny)), int(_in_band(v3, l3, h3) | (v3 <= tiny))
+        amb |= f0 | (f1 << 1) | (f2 << 2) | (f3 << 3)
     return amb
 
 
@@ -452,10 +453,11 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, lam, q, m, tiny, A, BT, col
                     _sq_head(X, YT, y0, w, z0, z1, z2, z3, head, s0, s1, s2, s3)
                 amb = _rho_group(X, YT, y0, w, z0, z1, z2, z3, columns, s0, s1, s2, s3,
                                  Tlo, Thi, rin, a, bm, tiny, r0, r1, r2, r3)  # fmt: skip
-                if amb:
-                    for z, r in ((z0, r0), (z1, r1), (z2, r2), (z3, r3)):
-                        coefficients = (T[z], Tlo[z], Thi[z], lam[z], q[z], m, tiny)
-                        _band_recheck(X, YT, y0, y1, z, r, *coefficients, sq)
+                if amb:  # only the references with a pair to re-check (a band (-1, inf] has every pair)
+                    for bit, z, r in ((1, z0, r0), (2, z1, r1), (4, z2, r2), (8, z3, r3)):
+                        if amb & bit:
+                            coefficients = (T[z], Tlo[z], Thi[z], lam[z], q[z], m, tiny)
+                            _band_recheck(X, YT, y0, y1, z, r, *coefficients, sq)
                 if g < 4:  # a short group's repeated reference adds nothing
                     r3[:w] = 0
                     if g < 3:

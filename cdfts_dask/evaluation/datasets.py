@@ -50,12 +50,13 @@ def load_labelled(
     except (TypeError, ValueError):
         values = values.astype(str)
     classes, y = np.unique(values, return_inverse=True)
-    if anomaly and not (classes.dtype.kind == "f" and set(classes.tolist()) <= {0.0, 1.0}):
-        shown = sorted(map(str, set(np.asarray(labels).tolist())))[:5]
-        raise ValueError(
-            f"--task anomaly: the labels of {str(path)!r} must be 0 (normal) and 1 (anomaly), got {shown}"
-        )
-        y = values.astype(np.int64)
+    if anomaly:
+        if not (classes.dtype.kind == "f" and set(classes.tolist()) <= {0.0, 1.0}):
+            shown = sorted(map(str, set(np.asarray(labels).tolist())))[:5]
+            raise ValueError(
+                f"--task anomaly: the labels of {str(path)!r} must be 0 (normal) and 1 (anomaly), got {shown}"
+            )
+        y = values  # 0 and 1 as they are
     return np.asarray(X, dtype=np.float64), y.astype(np.int64)
 
 
