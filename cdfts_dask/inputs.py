@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +84,33 @@ def open_zarr_array(path, name: str = "input"):
         raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
     if not isinstance(node, zarr.Array):
         raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
+    warn_unstored_chunks(node, str(path), name)
     return node
+
+
+def warn_unstored_chunks(node, where: str, name: str = "input") -> None:
+    """Warn when some of a Zarr array's chunks (shards, for a sharded array) are not in its store.
+
+    Zarr reads a chunk that is not stored as the array's fill value.  That is
+    how it saves space (by default a chunk holding nothing but the fill value
+    is never written), but a chunk deleted or lost in a copy reads the same
+    way: the points would silently become ``fill_value``.  No reader can tell
+    the two apart, so the count is said, not refused.  Counts one listing of
+    the store (no chunk is read).
+    """
+    pieces = node.chunks if node.shards is None else node.shards
+    expected = math.prod(math.ceil(n / c) for n, c in zip(node.shape, pieces, strict=True))
+    per_piece = math.prod(s // c for s, c in zip(pieces, node.chunks, strict=True))
+    stored = node.nchunks_initialized // per_piece
+    if stored < expected:
+        unit = "chunks" if node.shards is None else "shards"
+        warnings.warn(
+            f"{name}: {expected - stored} of {expected} {unit} of the Zarr array {where!r} are not stored, "
+            f"so they read as its fill value {node.fill_value} (Zarr does not write a chunk that holds "
+            "only the fill value, but a deleted or lost chunk reads the same way)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def read_zarr_block(node, path, selection: tuple[slice, ...], name: str = "input") -> np.ndarray:
@@ -128,5 +156,6 @@ def load_points(X, name: str = "X") -> np.ndarray:
     elif hasattr(X, "dask") and hasattr(X, "compute"):
         X = X.compute()
     elif type(X).__module__.startswith("zarr"):
+        warn_unstored_chunks(X, str(X.store_path), name)
         X = X[...]
     return check_points(X, name)

@@ -411,6 +411,12 @@ def verify_iteration(group, t: int) -> str | None:
             return f"{key}/{name} does not match its checksum (a chunk is missing or changed)"
     return None
 
+
+#: outputs store every chunk, even one of nothing but the fill value (Zarr's default leaves those out):
+#: read back, a missing chunk then always means a lost one (see ``inputs.warn_unstored_chunks``)
+EVERY_CHUNK = {"write_empty_chunks": True}
+
+
 def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """Write X as a Zarr array at ``path`` without ever leaving a half-written one.
 
@@ -419,7 +425,9 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """
 
     def write(tmp: Path) -> None:
-        arr = zarr.create_array(str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape))
+        arr = zarr.create_array(
+            str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape), config=EVERY_CHUNK
+        )
         arr[...] = X
         if attrs:
             arr.attrs.update(_jsonable(attrs))
@@ -438,7 +446,9 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
     def write(tmp: Path) -> None:
         rows = max(X.chunks[0])
         X2 = X.rechunk({0: rows, 1: -1})  # one task per Zarr chunk: no two tasks write the same chunk
-        arr = zarr.create_array(str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]))
+        arr = zarr.create_array(
+            str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]), config=EVERY_CHUNK
+        )
         if attrs:
             arr.attrs.update(_jsonable(attrs))
         client.compute(da.store(X2, arr, lock=False, compute=False)).result()

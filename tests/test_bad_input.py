@@ -8,6 +8,7 @@ always lands in [0, 1]^d, on the dense and tiled paths with both estimators.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -546,6 +547,60 @@ def test_non_regular_input_is_refused_not_read(tmp_path, kind):
         src.symlink_to("/dev/zero")
     res = run_cli("transform", src, tmp_path / "out.npy", "--quiet", timeout=60)
     assert_one_line_error(res.returncode, res.stderr, r"is not a regular file \(a device, FIFO or socket\)")
+
+
+def _zarr_input_missing_chunk(path):
+    """A 40 x 2 Zarr array of 4 row chunks whose third chunk (rows 20-29) has been deleted."""
+    arr = zarr.create_array(str(path), shape=(40, 2), dtype="f8", chunks=(10, 2))
+    arr[...] = np.random.default_rng(0).random((40, 2)) + 1.0
+    (path / "c" / "2" / "0").unlink()
+    return path
+
+
+MISSING_CHUNK = r"1 of 4 chunks of the Zarr array .* are not stored, so they read as its fill value 0\.0"
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+@pytest.mark.parametrize("as_object", [False, True], ids=["path", "zarr-array"])
+def test_zarr_input_with_a_missing_chunk_is_said(tmp_path, method, as_object, client):
+    """Regression: a deleted chunk of a Zarr input read as the fill value (rows 20-29 became 0.0) and the
+    run went on without a word."""
+    src = _zarr_input_missing_chunk(tmp_path / "in.zarr")
+    X = zarr.open_array(str(src), mode="r") if as_object else str(src)
+    kwargs = {"client": client} if method == "tiled" else {}
+    with pytest.warns(UserWarning, match=MISSING_CHUNK):
+        cdfts_dask.cdf_ts(X, method=method, max_iter=1, **kwargs)
+
+
+def test_zarr_input_with_a_missing_chunk_is_one_warning_line(tmp_path, capsys):
+    src = _zarr_input_missing_chunk(tmp_path / "in.zarr")
+    code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", "--method", "dense"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 0 and len(err) == 1, err
+    assert re.match(r"cdfts: warning: input: " + MISSING_CHUNK, err[0]), err
+
+
+def test_estimator_transform_of_a_zarr_array_with_a_missing_chunk_is_said(tmp_path):
+    fitted = cdfts_dask.CDFTS(max_iter=1).fit(np.random.default_rng(1).random((30, 2)))
+    Y = zarr.open_array(str(_zarr_input_missing_chunk(tmp_path / "new.zarr")), mode="r")
+    with pytest.warns(UserWarning, match=MISSING_CHUNK):
+        fitted.transform(Y)
+
+
+def test_complete_zarr_input_and_our_own_zero_outputs_raise_no_chunk_warning(tmp_path):
+    """Outputs store every chunk (Zarr leaves out chunks of nothing but the fill value by default), so an
+    output of zeros read back as an input is complete, and so is any fully written array."""
+    from cdfts_dask.inputs import open_zarr_array
+    from cdfts_dask.store import write_output_zarr
+
+    full = zarr.create_array(str(tmp_path / "full.zarr"), shape=(40, 2), dtype="f8", chunks=(10, 2))
+    full[...] = 1.0
+    write_output_zarr(tmp_path / "zeros.zarr", np.zeros((40, 2)))
+    assert zarr.open_array(str(tmp_path / "zeros.zarr")).nchunks_initialized >= 1  # 0 with Zarr's default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for path in ("full.zarr", "zeros.zarr"):
+            open_zarr_array(tmp_path / path)
 
 
 @pytest.mark.parametrize("method", ["dense", "tiled"])
