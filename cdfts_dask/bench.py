@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import oracle
+from .dask_client import local_cluster
 from .engine import TiledEngine
 from .normalise import minmax_normalise
 
@@ -154,18 +155,10 @@ def engine_iteration(
 
     Measured on a fresh local cluster (``dask_cuda.LocalCUDACluster``, one
     worker per GPU, for ``device="cuda"``); the best of ``repeat`` iterations."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     n, d = X.shape
-    if device == "cuda":  # one dask-cuda worker per GPU
-        from dask_cuda import LocalCUDACluster
-
-        cluster_cm = LocalCUDACluster(n_workers=workers, dashboard_address=None, silence_logs=40)
-    else:
-        cluster_cm = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-        )
-    with cluster_cm as cluster, Client(cluster) as c:
+    with local_cluster(workers, gpu=device == "cuda") as cluster, Client(cluster) as c:
         eng = TiledEngine(c, tile_size, dtype=dtype, device=device)
         small = X[: min(n, 500)]  # warm-up: numba cache loading, worker imports
         eng.step(eng.prepare(eng.put(small)), len(small), d, lam, estimator, k).X.result()
@@ -310,14 +303,12 @@ def user_call(n: int = 7200, d: int = 6, workers: int = 2, lam: float = 0.1, rep
     best of ``repeat`` each.  ``step_s`` is the engine iteration alone on
     already scattered points, so ``call_s - step_s`` is the per-call overhead.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from .api import cdf_ts
 
     X = data(n, d)
-    cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
+    cluster = local_cluster(workers)
 
     def best(f, times: int) -> float:
         return min(_timed(f) for _ in range(times))

@@ -179,6 +179,20 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         check_workers(ambient, gpu)
         yield ambient
         return
+    cluster = local_cluster(n_workers, gpu, security)
+    with cluster, Client(cluster, security=security) as c:
+        _TEMPORARY.add(c)
+        logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
+        yield c
+
+
+def local_cluster(n_workers: int | None, gpu: bool = False, security=None):
+    """A new local cluster (not yet entered) that listens on 127.0.0.1 only, scheduler, workers, nannies
+    and dashboard (any free port), with ``n_workers`` single-threaded worker processes
+    (:func:`default_workers` when None), or ``dask_cuda.LocalCUDACluster`` when ``gpu`` (None: one worker
+    per visible GPU).  Its processes ignore SIGINT and it drops log records below the Dask configuration
+    value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR).  The embedded cluster of
+    :func:`dask_client` and the benchmarks' clusters."""
     import dask
 
     local = dict(
@@ -191,17 +205,12 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         if gpu:
             from dask_cuda import LocalCUDACluster
 
-            cluster = LocalCUDACluster(n_workers=n_workers, **local)  # None: one worker per visible GPU
-        else:
-            from distributed import LocalCluster
+            return LocalCUDACluster(n_workers=n_workers, **local)
+        from distributed import LocalCluster
 
-            cluster = LocalCluster(
-                n_workers=n_workers or default_workers(), threads_per_worker=1, processes=True, **local
-            )
-    with cluster, Client(cluster, security=security) as c:
-        _TEMPORARY.add(c)
-        logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
-        yield c
+        return LocalCluster(
+            n_workers=n_workers or default_workers(), threads_per_worker=1, processes=True, **local
+        )
 
 
 def _gpu_array_module() -> str:

@@ -102,3 +102,27 @@ def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
     monkeypatch.setattr(bench, "gemm_flops", lambda: 1e9)
     rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cpu")
     assert gemm == 1e9 and rows[0].x_gemm == rows[0].pps * bench.flops_per_pair(3) / 1e9
+
+
+class _ClusterAsked(Exception):
+    pass
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_benchmarks_take_their_cluster_from_the_loopback_factory(monkeypatch, device):
+    """Regression: the benchmarks started their own ``LocalCluster(dashboard_address=None)``, whose HTTP
+    server (/health, /metrics) listened on 0.0.0.0:8787 (another port, with a warning, when that one was
+    taken).  They now ask :func:`cdfts_dask.dask_client.local_cluster`, whose listeners are checked by
+    ``test_faults.py::test_embedded_cluster_listens_on_loopback_only``."""
+    asked = []
+
+    def factory(n_workers, gpu=False, security=None):
+        asked.append((n_workers, gpu))
+        raise _ClusterAsked
+
+    monkeypatch.setattr(bench, "local_cluster", factory)
+    with pytest.raises(_ClusterAsked):
+        bench.engine_iteration(bench.data(20, 2), 2, "float64", 0.1, "epsilon", None, device=device)
+    with pytest.raises(_ClusterAsked):
+        bench.user_call(n=20, d=2, workers=1)
+    assert asked == [(2, device == "cuda"), (1, False)]

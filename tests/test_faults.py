@@ -750,7 +750,7 @@ _LISTENERS = """
 import psutil
 from cdfts_dask.dask_client import dask_client
 if __name__ == "__main__":
-    with dask_client(None, 1) as c:
+    with dask_client(None, 1) as c:  # the embedded cluster: dask_client.local_cluster
         procs = [psutil.Process()] + psutil.Process().children(recursive=True)
         for p in procs:
             for conn in p.net_connections(kind="inet"):
