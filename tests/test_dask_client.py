@@ -161,7 +161,7 @@ def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
 
     def recording_cluster(**kwargs):
         seen.update(kwargs, sigint=signal.getsignal(signal.SIGINT))
-        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
 
     monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
     # Python's own handler to start from: a suite started in the background (``cmd &``) inherits SIGINT

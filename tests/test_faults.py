@@ -59,7 +59,7 @@ def test_worker_killed_mid_pass_gives_the_undisturbed_result(syn_X):
     expected, ref = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=4, method="dense", return_info=True)
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
         ) as cluster,
         Client(cluster) as c,
     ):
@@ -119,7 +119,7 @@ def test_data_lost_with_workers_gives_the_undisturbed_result(tmp_path, syn_X, ca
 
     expected, ref = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=4, method="dense", return_info=True)
     ckpt = tmp_path / "run.zarr" if checkpoint else None
-    options = dict(threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50)
+    options = dict(threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50)
     with (
         LocalCluster(n_workers=2, **options) as cluster,
         Client(cluster) as c,
@@ -151,7 +151,7 @@ def test_workers_lost_again_and_again_gives_up_with_one_line(tmp_path, syn_X, mo
 
     monkeypatch.setattr(runner, "MAX_RECOVERIES", 0)
     ckpt = tmp_path / "run.zarr"
-    options = dict(threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50)
+    options = dict(threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50)
     with LocalCluster(n_workers=1, **options) as cluster, Client(cluster) as c:
         progress, _ = _kill_workers_once(c, "all")
         with pytest.raises(cdfts_dask.WorkersLost) as err:
