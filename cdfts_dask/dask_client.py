@@ -67,7 +67,7 @@ def check_workers(client, gpu: bool = False) -> None:
       before any waiting; None waits without a limit): the graph would wait for one forever;
     * a worker without cdfts-dask (it would die reading the first task that names the package, and the
       run wait for it) or with another version (it would run its own copy of the kernels), asked with
-      :func:`_cannot_import` and ``Client.get_versions``;
+      :func:`_cannot_import` and each worker's ``cdfts_dask.__version__``;
     * for ``gpu``, a worker without CuPy (a cluster mixing CPU and GPU workers would send CUDA tasks to
       the CPU ones).
     """
@@ -93,8 +93,10 @@ def check_workers(client, gpu: bool = False) -> None:
             f"client: the workers {', '.join(missing)} of {where} cannot import cdfts_dask (a worker dies "
             f"reading a task that names it): install cdfts-dask {__version__} there"
         )
-    workers = client.get_versions(packages=["cdfts_dask"])["workers"]  # the installed distributions'
-    versions = {a: w["packages"]["cdfts_dask"] for a, w in sorted(workers.items())}
+    # the version of the module each worker imports (a source checkout on PYTHONPATH has no installed
+    # distribution, and may shadow one of another version), read by the builtin eval: nothing of ours
+    answers = client.run(eval, "__import__('cdfts_dask').__version__", on_error="return")
+    versions = dict(sorted(answers.items()))
     other = {a: v for a, v in versions.items() if v != __version__}
     if other:
         listed = ", ".join(f"{a} ({v})" for a, v in other.items())

@@ -80,6 +80,26 @@ sys.meta_path.insert(0, NoCdfts())
 """
 
 
+OTHER_VERSION = """
+import cdfts_dask
+
+cdfts_dask.__version__ = "0.0.0+other"  # this worker imports another version than the installed one
+"""
+
+
+def test_a_worker_importing_another_version_is_named_before_work(tmp_path):
+    """Regression: the version check read the installed distribution's metadata, not the module the worker
+    imports: a source checkout of another version ahead of it on the worker's path passed (and a checkout
+    with no installed distribution at all was refused as version None)."""
+    preload = tmp_path / "other_version.py"
+    preload.write_text(OTHER_VERSION)
+    X = np.random.default_rng(0).random((40, 2))
+    with dask_processes(1, worker_args=("--preload", str(preload))) as (address, _):
+        message = r"^client: the workers tcp://127.0.0.1:\d+ \(0\.0\.0\+other\) of the Dask scheduler at "
+        with pytest.raises(ValueError, match=message + f"{address} have another cdfts-dask than this client"):
+            cdfts_dask.cdf_ts(X, max_iter=1, method="tiled", client=address)
+
+
 def test_a_worker_without_the_package_is_named_before_work(tmp_path):
     """Regression: a worker that cannot import cdfts_dask died reading the first task (distributed:
     "Failed to deserialize"), and the run then waited forever (or, with the progress line's kernel-cache
