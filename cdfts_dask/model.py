@@ -298,6 +298,10 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store: {exc}") from None
     if attrs.get("format") != store.FORMAT:
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store (format={attrs.get('format')!r})")
+    try:
+        store.check_root(attrs, path)  # a format version this one reads, root attributes as written
+    except ValueError as exc:
+        raise ValueError(f"model: {exc}") from None
     status = attrs.get("status")
     if status not in store.COMPLETE_STATUSES:
         raise ValueError(
@@ -311,9 +315,6 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
             f"model: the run stored at {path!r} was written before stores kept the input range "
             f"(store format version {attrs.get('format_version', 1)}); run it again to use it as a model"
         )
-    lam, estimator, k, dtype = params["lam"], params["estimator"], params.get("k"), params.get("dtype")
-    stats_name = "counts" if estimator == "epsilon" else "radius"
-    iterations = []
     try:
         returned = store.result_iteration(attrs, path)  # the iteration the run returned: the model's last
     except store.StoreDamaged as exc:
@@ -323,6 +324,21 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
         problem = store.verify_iteration(group, t)
         if problem is not None:
             raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}")
+    try:
+        return _model_of(group, params, first, last)
+    except (KeyError, TypeError, ValueError) as exc:  # a store of format 2 has no attribute checksums
+        raise ValueError(
+            f"model: the run stored at {path!r} is damaged: its attributes cannot make a model "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _model_of(group, params: dict, first: dict, last: int) -> CDFTSModel:
+    """The model of a verified store's iterations 1..last (``first``: iteration 0's attributes)."""
+    lam, estimator, k, dtype = params["lam"], params["estimator"], params.get("k"), params.get("dtype")
+    check_choice(estimator, "estimator", ("epsilon", "knn"))
+    stats_name = "counts" if estimator == "epsilon" else "radius"
+    iterations = []
     for t in range(1, last + 1):
         prev, cur = group[store.iteration_key(t - 1)], group[store.iteration_key(t)]
         it_attrs = dict(cur.attrs)

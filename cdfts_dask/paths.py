@@ -118,6 +118,16 @@ def real(path) -> Path:
     return Path(os.path.realpath(os.fspath(path)))
 
 
+def lock_path(path) -> Path:
+    """The lock file of a checkpoint store: ``<store>.lock`` next to the store's resolved real path.
+
+    Keyed on the real path, so a symlink or a relative spelling of the same
+    store finds the same lock.
+    """
+    path = real(path)
+    return path.with_name(path.name + ".lock")
+
+
 def _clash(a: Path, b: Path) -> bool:
     """Same path, or one inside the other."""
     return a == b or a in b.parents or b in a.parents
@@ -261,6 +271,13 @@ def check_run_paths(inputs=(), output=None, checkpoint=None) -> None:
                     f"refusing to overwrite it: choose another {role_b} path"
                 )
     if checkpoint is not None:
+        lock = lock_path(checkpoint)  # written and emptied by the run: never a file of the user's
+        for role, path in named:
+            if role != "checkpoint" and _clash(real(path), lock):
+                raise ValueError(
+                    f"checkpoint {str(checkpoint)!r}: its lock file {str(lock)!r} would be the {role} "
+                    f"{str(path)!r}; refusing to overwrite it: choose another checkpoint path"
+                )
         check_checkpoint_path(checkpoint)
     if output is not None:
         check_output_path(output)

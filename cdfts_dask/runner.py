@@ -173,7 +173,7 @@ class TiledMethod:
         return info
 
     def save(self, path, t, info: Step, seconds: float) -> None:
-        attrs = store._jsonable(_iteration_attrs(info, seconds))
+        attrs = store.jsonable(_iteration_attrs(info, seconds))
         ((name, stats),) = info.statistics.items()
         args = (self.to_host, path, t, info.X, name, stats, attrs)
         self.client.submit(_save_on_worker, *args, pure=False).result()

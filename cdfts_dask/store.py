@@ -1,43 +1,50 @@
 """Zarr layout of a CDF-TS run: checkpoints, verified resume, the run lock, and array output.
 
-Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 2::
+Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 3::
 
-    attrs: format ("cdfts-dask"), format_version (2), params (lam, estimator, k, dtype,
+    attrs: format ("cdfts-dask"), format_version (3), params (lam, estimator, k, dtype,
            delta, max_iter, feature_names: the input's column names or None),
            fingerprint (SHA-256 of the input), shape,
            completed (index of the last complete iteration), deltas (Delta of
            iterations 1..completed), status ("running", "converged", "max_iter"),
-           result_iteration (once a run finished: the iteration it returned, <= completed)
+           result_iteration (once a run finished: the iteration it returned, <= completed),
+           attributes_digest (SHA-256 of all the other root attributes; format_version >= 3)
     iterations/00000/X          the min-max normalised input
     iterations/00000 attrs:     lo, hi (column range of the raw input; format_version >= 2)
     iterations/<t>/X            positions after iteration t (normalised)
     iterations/<t>/counts       epsilon estimator: c(z) of iteration t
     iterations/<t>/radius       k-NN estimator: lam_k(z) (units of m)
     iterations/<t> attrs:       digests ({array name: "sha256:<hex>"}), m, lo, hi
-                                (range used to normalise), delta, seconds
+                                (range used to normalise), delta, seconds,
+                                attributes_digest (SHA-256 of the others; format_version >= 3)
 
-Commit.  Iteration t's arrays are written first, then its attributes with
-the SHA-256 digest of every array (dtype, shape and C-order bytes), then the
-root attribute ``completed = t``.  Zarr writes each ``zarr.json`` atomically
-(temporary file, then rename), so ``completed`` only ever names an iteration
-whose arrays and digests were fully written.  A new store is built (with
-iteration 0) under a temporary sibling name and renamed into place, so a run
-killed while creating it leaves no half-made store.
+Commit. Iteration t's arrays are written first, then its attributes with the
+SHA-256 digest of every array (dtype, shape and C-order bytes) and of the
+attributes themselves, then the root attribute ``completed = t`` (every root
+update rewrites the root's ``attributes_digest`` in the same write). Zarr
+writes each ``zarr.json`` atomically (temporary file, then rename), so
+``completed`` only ever names an iteration whose arrays and digests were
+fully written. A new store is built (with iteration 0) under a temporary
+sibling name and renamed into place, so a run killed while creating it
+leaves no half-made store.
 
-Resume (:meth:`Checkpoint.open_for_resume`).  The store must have this
+Resume (:meth:`Checkpoint.open_for_resume`). The store must have this
 format, the same input fingerprint and the same trajectory parameters.
-``completed`` must be an integer.  The iteration it names is verified
-against its digests (a missing chunk reads as the fill value and a truncated
+``completed`` must be an integer. The root attributes are verified against
+their digest (an edited or damaged one is refused: :class:`StoreDamaged`).
+The iteration ``completed`` names is verified against its digests (its
+attributes' too) (a missing chunk reads as the fill value and a truncated
 chunk fails to decode: both fail the check); if it is damaged the newest
 intact earlier iteration is used instead, with a :class:`CheckpointWarning`,
 and everything after it is discarded; if none is intact the store is refused
-(:class:`StoreDamaged`).  Iterations beyond ``completed`` are half-written
-and discarded.  A store holding no complete iteration (killed while being
+(:class:`StoreDamaged`). Iterations beyond ``completed`` are half-written
+and discarded. A store holding no complete iteration (killed while being
 created by an older version) is started again.
 
 Later versions add fields as new attributes; ``FORMAT_VERSION`` is raised
 when a reader must know about them.  Stores of ``format = "cdfts-dask/1"``
-(no digests) cannot be verified and are refused.
+(no digests) cannot be verified and are refused; stores of format version 2
+(array digests, no attribute digests) are read with their arrays verified.
 
 A store whose ``status`` is in :data:`COMPLETE_STATUSES` is a fitted model
 (:func:`cdfts_dask.model.load`): iteration t's references are the positions
@@ -62,11 +69,20 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from .paths import STORE_FORMAT, checkpoint_state, real, remove_stale_temporaries, temporary_sibling
+from .paths import (
+    STORE_FORMAT,
+    checkpoint_state,
+    lock_path,
+    remove_stale_temporaries,
+    temporary_sibling,
+)
 
 FORMAT = STORE_FORMAT
-#: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model)
-FORMAT_VERSION = 2
+#: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
+#: 3: the root's and every iteration's attributes carry the SHA-256 of the others (``attributes_digest``)
+FORMAT_VERSION = 3
+#: format versions this one reads (2: the arrays are verified, not the attributes)
+READABLE_VERSIONS = (2, 3)
 #: ``status`` of a run that finished (converged, or stopped at max_iter)
 COMPLETE_STATUSES = ("converged", "max_iter")
 #: parameters that change the trajectory; a store made with others is refused
@@ -124,6 +140,45 @@ def array_digest(values: np.ndarray) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def attributes_digest(attrs: dict) -> str:
+    """``sha256:<hex>`` of a node's attributes other than ``attributes_digest`` itself, as canonical JSON
+    (sorted keys; floats as Python writes them, which read back exactly)."""
+    others = {key: value for key, value in attrs.items() if key != "attributes_digest"}
+    text = json.dumps(jsonable(others), sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_attributes_digest(attrs: dict) -> dict:
+    """``attrs`` as plain JSON values, with their :func:`attributes_digest` added."""
+    plain = jsonable({key: value for key, value in attrs.items() if key != "attributes_digest"})
+    return {**plain, "attributes_digest": attributes_digest(plain)}
+
+
+def attributes_problem(attrs: dict, what: str) -> str | None:
+    """None if a node's attributes match their stored digest (or the store predates them), else what is
+    wrong, naming ``what`` (``"its attributes"``, ``"iteration 3's attributes"``)."""
+    if attrs.get("attributes_digest") == attributes_digest(attrs):
+        return None
+    if "attributes_digest" not in attrs:
+        return f"{what} carry no checksum"
+    return f"{what} do not match their checksum (edited or damaged)"
+
+
+def check_root(attrs: dict, path) -> None:
+    """Refuse (:class:`StoreMismatch`) a store of a format version this one cannot read, and
+    (:class:`StoreDamaged`) one whose root attributes fail their checksum (format_version >= 3)."""
+    version = attrs.get("format_version")
+    if attrs.get("format") != FORMAT or version not in READABLE_VERSIONS:
+        raise StoreMismatch(
+            f"checkpoint {str(path)!r} is not a cdfts-dask store of format version {FORMAT_VERSION} "
+            f"(format={attrs.get('format')!r}, format_version={version!r}); "
+            "stores of earlier versions carry no checksums and cannot be verified: start a new one"
+        )
+    problem = attributes_problem(attrs, "its root attributes") if version >= 3 else None
+    if problem is not None:
+        raise StoreDamaged(f"checkpoint {str(path)!r} is damaged: {problem}; remove it and start again")
+
+
 def stored_digest(arr: zarr.Array) -> str:
     """:func:`array_digest` of a stored array, read one chunk-row at a time (memory: one chunk row)."""
     h = _digest_start(arr.dtype, arr.shape)
@@ -166,7 +221,7 @@ class Checkpoint:
         tmp = temporary_sibling(path)
         try:
             ckpt = cls(tmp)
-            ckpt.group.attrs.update(
+            ckpt.update_root(
                 {
                     "format": FORMAT,
                     "format_version": FORMAT_VERSION,
@@ -207,12 +262,7 @@ class Checkpoint:
             attrs = dict(ckpt.group.attrs)
         except Exception as exc:  # not a Zarr group at all
             raise StoreMismatch(f"checkpoint {path!r} is not a cdfts-dask store: {exc}") from None
-        if attrs.get("format") != FORMAT or attrs.get("format_version") != FORMAT_VERSION:
-            raise StoreMismatch(
-                f"checkpoint {path!r} is not a cdfts-dask store of format version {FORMAT_VERSION} "
-                f"(format={attrs.get('format')!r}, format_version={attrs.get('format_version')!r}); "
-                "stores of earlier versions carry no checksums and cannot be verified: start a new one"
-            )
+        check_root(attrs, path)
         stored = attrs.get("params", {})
         if "sample" in stored:  # stores written before the draw was kept: the fingerprint decides
             _check_same_draw(path, stored["sample"], params.get("sample"))
@@ -269,7 +319,7 @@ class Checkpoint:
                 stacklevel=3,
             )
             deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
-            self.group.attrs.update({"completed": t, "deltas": deltas})
+            self.update_root({"completed": t, "deltas": deltas})
         self.discard_incomplete()
 
     def stored_stop(self, delta: float, max_iter: int) -> int | None:
@@ -331,9 +381,16 @@ class Checkpoint:
         for name, values in arrays.items():
             write_array(grp, name, values)
         digests = {name: array_digest(values) for name, values in arrays.items()}
-        grp.attrs.update({**_jsonable(attrs), "digests": digests})
+        grp.attrs.put(with_attributes_digest({**attrs, "digests": digests}))  # one write, as update_root
         deltas = self.deltas[: max(t - 1, 0)] + ([float(attrs["delta"])] if "delta" in attrs else [])
-        self.group.attrs.update({"deltas": deltas, "completed": t})
+        self.update_root({"deltas": deltas, "completed": t})
+
+    def update_root(self, changes: dict) -> None:
+        """Change root attributes, rewriting their ``attributes_digest`` in the same (atomic) write.
+
+        ``attrs.put``: one write of ``zarr.json`` (Zarr's ``attrs.update`` writes it once per key, so a
+        run killed between two keys left a file whose digest named other values)."""
+        self.group.attrs.put(with_attributes_digest({**dict(self.group.attrs), **changes}))
 
     def reopen(self, params: dict) -> None:
         """A resumed run: ``running`` again, with this run's parameters (``delta``, ``max_iter``), until
@@ -343,11 +400,11 @@ class Checkpoint:
         if params.get("feature_names") is None:
             stored = dict(self.group.attrs).get("params", {})
             params = {**params, "feature_names": stored.get("feature_names")}
-        self.group.attrs.update({"status": "running", "params": params})
+        self.update_root({"status": "running", "params": params})
 
     def finish(self, status: str, result_iteration: int) -> None:
         """The run finished (``status`` in :data:`COMPLETE_STATUSES`), returning ``result_iteration``."""
-        self.group.attrs.update({"status": status, "result_iteration": int(result_iteration)})
+        self.update_root({"status": status, "result_iteration": int(result_iteration)})
 
 
 def result_iteration(attrs: dict, path) -> int:
@@ -379,15 +436,18 @@ def _remove_empty_store(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _jsonable(attrs: dict) -> dict:
-    out = {}
-    for key, value in attrs.items():
-        if isinstance(value, np.ndarray):
-            value = value.tolist()
-        elif isinstance(value, np.generic):
-            value = value.item()
-        out[key] = value
-    return out
+def jsonable(value):
+    """``value`` with NumPy arrays and scalars (at any depth) as lists and Python numbers, tuples as lists:
+    what a JSON attribute reads back as."""
+    if isinstance(value, dict):
+        return {str(key): jsonable(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 
@@ -399,8 +459,14 @@ def verify_iteration(group, t: int) -> str | None:
         grp = group[key]
     except KeyError:
         return f"iteration {t} is missing"
-    digests = grp.attrs.get("digests")
-    if not isinstance(digests, dict) or "X" not in digests:
+    attrs = dict(grp.attrs)
+    if group.attrs.get("format_version", 0) >= 3:
+        problem = attributes_problem(attrs, f"iteration {t}'s attributes")
+        if problem is not None:
+            return problem
+    digests = attrs.get("digests")
+    stats = "counts" if dict(group.attrs.get("params") or {}).get("estimator") == "epsilon" else "radius"
+    if not isinstance(digests, dict) or "X" not in digests or (t >= 1 and stats not in digests):
         return f"iteration {t} has no checksums"
     for name, expected in digests.items():
         try:
@@ -430,7 +496,7 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
         )
         arr[...] = X
         if attrs:
-            arr.attrs.update(_jsonable(attrs))
+            arr.attrs.put(jsonable(attrs))
 
     _write_then_rename(Path(path), write)
 
@@ -450,7 +516,7 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
             str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]), config=EVERY_CHUNK
         )
         if attrs:
-            arr.attrs.update(_jsonable(attrs))
+            arr.attrs.put(jsonable(attrs))
         client.compute(da.store(X2, arr, lock=False, compute=False)).result()
 
     _write_then_rename(Path(path), write)
@@ -485,16 +551,6 @@ def _replace(new: Path, path: Path) -> None:
 
 class StoreLocked(FileExistsError):
     """Another live run holds the checkpoint store's lock."""
-
-
-def lock_path(path) -> Path:
-    """The lock file of a checkpoint store: ``<store>.lock`` next to the store's resolved real path.
-
-    Keyed on the real path, so a symlink or a relative spelling of the same
-    store finds the same lock.
-    """
-    path = real(path)
-    return path.with_name(path.name + ".lock")
 
 
 class StoreLock:

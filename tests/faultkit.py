@@ -125,3 +125,14 @@ def dask_processes(n_workers: int = 2, cwd=None, worker_args: tuple[str, ...] = 
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=20)
+
+
+def rewrite_attributes(node, drop: tuple[str, ...] = (), **changes) -> None:
+    """Change a store node's attributes (a Zarr group of a checkpoint store or one of its iterations) the
+    way cdfts-dask writes them, with a fresh ``attributes_digest``: the states a run itself can leave
+    (status "running" after a kill, a store of an older version), or a damage that the checksum would not
+    see.  ``node.attrs[...] = ...`` alone is an edit that fails the checksum."""
+    from cdfts_dask.store import with_attributes_digest
+
+    attrs = {key: value for key, value in {**dict(node.attrs), **changes}.items() if key not in drop}
+    node.attrs.put(with_attributes_digest(attrs))

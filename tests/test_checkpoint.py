@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import cli_env
+from faultkit import rewrite_attributes
 
 from cdfts_dask import cdf_ts
 from cdfts_dask.model import load
@@ -221,7 +222,7 @@ def test_completed_past_the_stored_iterations_falls_back(tmp_path, points):
     """Regression: `completed` naming an iteration that is not stored raised KeyError."""
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
-    zarr.open_group(str(store), mode="a").attrs["completed"] = 9
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), completed=9)  # as an older version could
     with pytest.warns(CheckpointWarning, match=r"iteration 9 is missing.*resuming from iteration 2"):
         Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
                          resume=True, return_info=True)  # fmt: skip
@@ -229,11 +230,78 @@ def test_completed_past_the_stored_iterations_falls_back(tmp_path, points):
     assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
 
 
+def test_an_edited_iteration_attribute_falls_back_to_the_previous_intact_iteration(tmp_path, points):
+    """Regression: an iteration's attributes (m, lo, hi: what the next iteration and a model read) had no
+    checksum; an edited one was resumed from as it was.  Now it fails its checksum: the resume goes on from
+    the iteration before, redoes it, and equals the uninterrupted run."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    last = zarr.open_group(str(store), mode="a")["iterations/00002"]
+    last.attrs["lo"] = [v - 0.1 for v in last.attrs["lo"]]
+    with pytest.warns(CheckpointWarning, match=r"iteration 2's attributes do not match their checksum.*"
+                      r"resuming from iteration 1"):  # fmt: skip
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.resumed_from == 1
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
+
+
+@pytest.mark.parametrize(
+    "key, value", [("deltas", [0.5, 1e-13]), ("shape", [1, 1]), ("fingerprint", "0" * 64)]
+)
+def test_an_edited_root_attribute_is_refused_on_resume(tmp_path, points, key, value):
+    """Regression: the root attributes had no checksum: edited Deltas decided where a resume stopped (here a
+    run that should go on stopped at iteration 2, "converged"), an edited fingerprint let other data in."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    zarr.open_group(str(store), mode="a").attrs[key] = value
+    with pytest.raises(StoreDamaged, match=r"is damaged: its root attributes do not match their checksum"):
+        cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
+
+
+class _Killed(BaseException):
+    """A run stopped dead between two writes (as by SIGKILL: no handler runs)."""
+
+
+def test_a_run_killed_after_any_metadata_write_resumes_to_the_oracle(tmp_path, points, monkeypatch):
+    """Regression: Zarr's ``attrs.update`` writes ``zarr.json`` once per key, so a run killed between two
+    keys of one update left root attributes whose checksum named other values: the resume was refused
+    ("do not match their checksum").  Every update is now one write.  Here the run is stopped after each
+    group-metadata write in turn, and each store left behind resumes (or starts again) to the oracle."""
+    import zarr.core.group as zarr_group
+
+    writes = {"n": 0, "stop": None}
+    real_save = zarr_group.save_metadata
+
+    async def save_then_maybe_die(*args, **kwargs):
+        await real_save(*args, **kwargs)
+        writes["n"] += 1
+        if writes["n"] == writes["stop"]:
+            raise _Killed
+
+    monkeypatch.setattr(zarr_group, "save_metadata", save_then_maybe_die)
+    X = points[:40]
+    cdf_ts(X, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=tmp_path / "whole.zarr")
+    total = writes["n"]
+    assert total >= 6  # the root and iteration groups of 4 iterations
+    expected = cdf_ts_dense(X, lam=0.2, max_iter=3, delta=1e-12).X
+    for stop in range(1, total + 1):
+        store = tmp_path / f"killed-{stop}.zarr"
+        writes.update(n=0, stop=stop)
+        try:
+            cdf_ts(X, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+        except _Killed:
+            pass
+        writes["stop"] = None
+        Y = cdf_ts(X, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
+        assert np.abs(Y - expected).max() <= 1e-9, stop
+
+
 @pytest.mark.parametrize("value", ["2", 2.5, None, True])
 def test_completed_not_an_integer_is_refused(tmp_path, points, value):
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
-    zarr.open_group(str(store), mode="a").attrs["completed"] = value
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), completed=value)
     with pytest.raises(StoreDamaged, match=f"'completed' attribute is {value!r}, not an iteration number"):
         cdf_ts(points, lam=0.2, max_iter=3, method="dense", checkpoint=store, resume=True)
 
@@ -262,7 +330,7 @@ def test_store_layout_has_a_format_version_and_digests(tmp_path, points):
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=1, delta=1e-12, method="dense", checkpoint=store)
     g = zarr.open_group(str(store), mode="r")
-    assert g.attrs["format"] == "cdfts-dask" and g.attrs["format_version"] == 2
+    assert g.attrs["format"] == "cdfts-dask" and g.attrs["format_version"] == 3
     digests = g["iterations/00001"].attrs["digests"]
     assert set(digests) == {"X", "counts"} and all(v.startswith("sha256:") for v in digests.values())
 

@@ -551,6 +551,26 @@ def test_checkpoint_clashing_with_input_or_output_is_refused(tmp_path, capsys, w
     assert {**_snapshot(src), **_snapshot(ckpt)} == before
 
 
+@pytest.mark.parametrize("api", [False, True], ids=["cli", "api"])
+def test_an_input_that_is_the_checkpoints_lock_file_is_refused(tmp_path, capsys, syn_X, api):
+    """Regression (data loss, exit 0): `cdfts transform pts.lock out.csv --checkpoint pts` read the input,
+    then the run's lock (`<store>.lock`) emptied it: 802 bytes became 0.  Refused before any work."""
+    src = tmp_path / "pts.lock"
+    np.savetxt(src, syn_X[:20], delimiter=",", fmt="%.17g")
+    before = src.read_bytes()
+    message = "its lock file .* would be the input .*; refusing to overwrite it: choose another checkpoint"
+    if api:
+        with pytest.raises(ValueError, match=message):
+            cdfts_dask.cdf_ts(str(src), max_iter=1, method="dense", checkpoint=tmp_path / "pts")
+    else:
+        out, ckpt = tmp_path / "o.csv", tmp_path / "pts"
+        code = cli_main(["transform", str(src), str(out), "--checkpoint", str(ckpt)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and re.search(message, err[0]), err
+        assert not (tmp_path / "o.csv").exists()
+    assert src.read_bytes() == before and not (tmp_path / "pts").exists()
+
+
 def test_checkpoint_in_a_folder_of_user_files_is_refused(tmp_path, syn_X):
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import DATA, load_csv, simulated_cuda, slow_unless
+from faultkit import rewrite_attributes
 
 from cdfts_dask import CDFTS, cdf_ts
 from cdfts_dask import model as fitted
@@ -458,10 +459,10 @@ def test_a_store_resumed_to_fewer_iterations_is_the_model_of_what_that_run_retur
     assert np.abs(five - fresh.transform(new)).max() > 1e-3  # the later iterations are another model
     group = zarr.open_group(str(store), mode="a")
     for bad in (0, 6, "3", True):
-        group.attrs["result_iteration"] = bad
+        rewrite_attributes(group, result_iteration=bad)
         with pytest.raises(ValueError, match=f"'result_iteration' \\({bad!r}\\) is not an iteration number"):
             fitted.load(store)
-    del group.attrs["result_iteration"]  # a store written before it was recorded: all its iterations
+    rewrite_attributes(group, drop=("result_iteration",))  # a store written before it was recorded
     assert fitted.load(store).n_iter == 5
     # n_iter names a stored iteration: before, 1.5 and True loaded 1 iteration, 10**6 silently 5,
     # and -1 raised KeyError 'iterations/-0001'
@@ -506,13 +507,64 @@ def test_store_errors_name_the_problem(tmp_path):
         fitted.load(tmp_path / "group.zarr")
     store = tmp_path / "run.zarr"
     cdf_ts(blobs(), lam=0.15, max_iter=2, checkpoint=store)
-    zarr.open_group(str(store), mode="a").attrs["status"] = "running"  # as a run killed mid-way leaves it
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), status="running")  # as a killed run leaves it
     with pytest.raises(ValueError, match=r"is not complete \(status='running', 2 iteration\(s\) done\)"):
         fitted.load(store)
     group = zarr.open_group(str(store), mode="a")
-    group.attrs["status"] = "converged"
-    group["iterations/00000"].attrs.clear()  # a store written before stores kept the input range
+    rewrite_attributes(group, status="converged")
+    rewrite_attributes(group["iterations/00000"], drop=("lo", "hi"))  # written before stores kept the range
     with pytest.raises(ValueError, match="written before stores kept the input range"):
+        fitted.load(store)
+
+
+def _edit(store, node: str, edit) -> None:
+    """Edit one node's attributes by hand (no fresh checksum), as a user or a damaged file would."""
+    group = zarr.open_group(str(store), mode="a")
+    target = group if node == "root" else group[node]
+    attrs = dict(target.attrs)
+    edit(attrs)
+    target.attrs.put(attrs)
+
+
+ATTRIBUTE_EDITS = {
+    "iteration-m-times-1.5": ("iterations/00002", lambda a: a.update(m=a["m"] * 1.5)),
+    "iteration-lo-minus-0.1": ("iterations/00001", lambda a: a.update(lo=[v - 0.1 for v in a["lo"]])),
+    "input-hi-plus-1": ("iterations/00000", lambda a: a.update(hi=[v + 1 for v in a["hi"]])),
+    "iteration-m-removed": ("iterations/00002", lambda a: a.pop("m")),
+    "counts-checksum-removed": ("iterations/00001", lambda a: a["digests"].pop("counts")),
+    "lam-0.3": ("root", lambda a: a["params"].update(lam=0.3)),
+    "dtype-int8": ("root", lambda a: a["params"].update(dtype="int8")),
+    "estimator-knn": ("root", lambda a: a["params"].update(estimator="knn")),
+    "result-iteration-2": ("root", lambda a: a.update(result_iteration=2)),
+    "params-removed": ("root", lambda a: a.pop("params")),
+}
+
+
+@pytest.mark.parametrize("edit", list(ATTRIBUTE_EDITS))
+def test_a_store_whose_attributes_were_edited_is_no_model(tmp_path, capsys, edit):
+    """Regression: only the arrays carried checksums.  An edited m, lo, hi, lam, dtype or result_iteration
+    loaded as a model whose transform of new points moved by 0.07-0.95 (exit 0); a removed attribute was a
+    KeyError (a traceback from ``cdfts apply``); a removed checksum of the counts let their chunk go
+    unchecked.  Now the root and every iteration carry the SHA-256 of their attributes."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60, 2), lam=0.15, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    fitted.load(store)  # intact
+    node, change = ATTRIBUTE_EDITS[edit]
+    _edit(store, node, change)
+    with pytest.raises(ValueError, match=r"^model: .*damaged: .*(checksum|no checksums)"):
+        fitted.load(store)
+    np.savetxt(tmp_path / "new.csv", blobs(10, 2, seed=3), delimiter=",")
+    code, err = _apply(capsys, store, tmp_path / "new.csv", tmp_path / "o.npy")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("cdfts apply: error: model: "), err
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_a_store_of_an_unknown_format_version_is_no_model(tmp_path):
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60, 2), lam=0.15, max_iter=1, method="dense", checkpoint=store)
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), format_version=99)
+    with pytest.raises(ValueError, match=r"^model: .* format_version=99"):
         fitted.load(store)
 
 
@@ -588,7 +640,7 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
         assert code == 2 and len(lines) == 1 and message in err
         assert lines[0].startswith("cdfts apply: error: ")
         assert not (tmp_path / "o.npy").exists()
-    zarr.open_group(str(store), mode="a").attrs["status"] = "running"
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), status="running")
     code, err = _apply(capsys, store, DATA / "syn.csv", tmp_path / "o.csv")
     assert code == 2 and "is not complete" in err and "resume it first" in err
 
