@@ -164,7 +164,7 @@ class CsvLayout:
 #: a sign ``+`` that starts a field (after a line break, a comma, a space or a quote; not an exponent's)
 _LEADING_PLUS = re.compile(rb'(?:\A|[,\s"])\+')
 #: a decimal number as text (ASCII digits only; ``inf`` / ``nan`` too, to fail later as in any file)
-_DECIMAL = r"(?i)[ \t]*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)[ \t]*"
+_DECIMAL = r"(?i)[ \t]*[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)[ \t]*"
 
 
 def has_leading_plus(text: bytes) -> bool:
@@ -537,4 +537,5 @@ def csv_error(path: Path, layout: CsvLayout, name: str) -> Exception:
         return ValueError(f"{name}: missing value (empty cell) {where}")
     if is_missing(text):
         return ValueError(f"{name}: missing value {text!r} {where}")
-    return TypeError(f"{name}: non-numeric value {text!r} {where}")
+    shown = repr(text) if len(text) <= 80 else f"{text[:40] + '...' + text[-20:]!r} ({len(text)} characters)"
+    return TypeError(f"{name}: non-numeric value {shown} {where}")

@@ -70,7 +70,7 @@ def write_table(
                     with open(tmp, "wb") as fh:
                         np.save(fh, X)
                 else:
-                    with open(tmp, "w", newline="") as fh:
+                    with open(tmp, "w", newline="", encoding="utf-8") as fh:  # as every input is read
                         writer = csv.writer(fh)
                         names = header or [f"x{j}" for j in range(X.shape[1])]
                         writer.writerow(names + ([label_name] if labels is not None else []))

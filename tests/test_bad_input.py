@@ -614,3 +614,39 @@ def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method, cl
     flags = ["--method", method] + (["--scheduler", client.scheduler.address] if method == "tiled" else [])
     code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", *flags])
     assert_one_line_error(code, capsys.readouterr().err, r"cannot read the Zarr chunk at \[20:30, 0:2\]")
+
+
+def test_a_long_bad_cell_in_a_file_with_a_plus_sign_is_named_at_once(tmp_path):
+    """Regression (found by an attack on the readers, 2026-11-25): in a file where a field starts with `+`
+    (read by ``csv_input.exact_floats``), a cell of 40,000 digits and an `x` took 47 s to be refused, and
+    100,000 digits some minutes: the number pattern backtracked quadratically.  The message also carried
+    the whole cell.  Now linear (about a second here, under the subprocess's 60 s limit) and shortened."""
+    src = tmp_path / "long.csv"
+    src.write_text("+0.5,0.1\n0.2,0.3\n0.4," + "1" * 100_000 + "x\n0.9,0.8\n")
+    res = run_cli("transform", src, tmp_path / "o.npy", "--quiet", timeout=60)
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
+    shortened = r"non-numeric value '1{40}\.\.\.1{19}x' \(100001 characters\) at row 3, column 2"
+    assert re.search(shortened, res.stderr), res.stderr
+
+
+def test_a_csv_output_is_utf_8_whatever_the_locale(tmp_path):
+    """Regression: inputs are read as UTF-8 but the CSV output took the locale's encoding: under LC_ALL=C
+    (Python's UTF-8 mode off) a label or column name outside ASCII failed after the whole computation,
+    with a message that did not name the output."""
+    import subprocess
+    import sys
+
+    from conftest import cli_env
+
+    src = tmp_path / "in.csv"
+    rows = "".join(f"{x:.3f},{(x * 7) % 1:.3f},ç{i % 2}\n" for i, x in enumerate(np.linspace(0, 1, 20)))
+    src.write_text("é,b,clé\n" + rows, encoding="utf-8")
+    env = {**cli_env(), "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
+    res = subprocess.run(
+        [sys.executable, "-m", "cdfts_dask", "transform", str(src), str(tmp_path / "o.csv"), "--label", "-1",
+         "--quiet", "--max-iter", "1"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = (tmp_path / "o.csv").read_text(encoding="utf-8").splitlines()
+    assert out[0] == "é,b,clé" and out[1].endswith(",ç0") and len(out) == 21
