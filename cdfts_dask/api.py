@@ -6,6 +6,7 @@ The :class:`CDFTS` estimator built on them is in :mod:`.estimator`.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -172,6 +173,16 @@ class FitSpec:
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input).
         ``feature_names``: the columns' names (default: :func:`column_names`)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
+        given = (("client", client), ("tile_size", tile_size), ("n_workers", n_workers))
+        unused = [name for name, value in given if value is not None and method == "dense"]
+        if unused:
+            verb = "is" if len(unused) == 1 else "are"
+            warnings.warn(
+                f"{', '.join(unused)} {verb} not used: method='dense' runs the NumPy oracle in this process "
+                "(method='tiled' or 'auto' runs the Dask engine)",
+                UserWarning,
+                stacklevel=3,  # the caller of cdf_ts
+            )
         n_references = sampling.check_n_references(n_references)
         random_state = sampling.check_random_state(random_state)
         if not isinstance(resume, bool):

@@ -188,12 +188,20 @@ def exact_floats(cells: np.ndarray) -> np.ndarray:
     return out.reshape(cells.shape)
 
 
+def is_index_text(label_column) -> bool:
+    """Whether a ``--label`` text is an index: ASCII digits with an optional minus (``"²"`` is a name)."""
+    return isinstance(label_column, str) and re.fullmatch(r"[ \t]*-?[0-9]+[ \t]*", label_column) is not None
+
+
 def label_index(label_column, header: list[str] | None, ncols: int, name: str) -> int:
-    """Column index of ``label_column``: a header name, or an integer (or its text; negative from the end).
+    """Column index of ``label_column``: a header name (surrounding spaces ignored, as in the header's
+    names), or an integer (or its text; negative from the end).
 
     Refused when it could mean two columns: a name the header holds twice, or a text such as
     ``"3"`` that is both an index and the name of another column (an int is always an index).
     """
+    if isinstance(label_column, str):
+        label_column = label_column.strip()
     named = header is not None and isinstance(label_column, str) and label_column in header
     if named and header.count(label_column) > 1:
         places = [j for j, h in enumerate(header) if h == label_column]
@@ -201,9 +209,10 @@ def label_index(label_column, header: list[str] | None, ncols: int, name: str) -
             f"label column {label_column!r} names {len(places)} columns of {name} (indices {places}): "
             "rename one, or give the index"
         )
-    if isinstance(label_column, str) and not label_column.lstrip("-").isdigit():
+    if isinstance(label_column, str) and not is_index_text(label_column):
         if not named:
-            raise ValueError(f"label column {label_column!r} not found in {name} (columns: {header})")
+            columns = f"columns: {header}" if header is not None else "it has no column names: give an index"
+            raise ValueError(f"label column {label_column!r} not found in {name} ({columns})")
         return header.index(label_column)
     idx = int(label_column)
     if not -ncols <= idx < ncols:
@@ -257,7 +266,7 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
     if not cells:
         raise ValueError(f"{name}: {str(path)!r} is empty")
     names = [c.strip() for c in cells]
-    named_label = isinstance(label_column, str) and not label_column.lstrip("-").isdigit()
+    named_label = isinstance(label_column, str) and not is_index_text(label_column)
     if label_column is None:
         label = None
     else:
@@ -284,7 +293,8 @@ def _line_breaks_are_lone_cr(path: Path) -> bool:
 
 def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: int | None, path, name: str):
     """Say when the header rule's answer is likely not what the file means: a first row of column numbers
-    (``0,1,...``: the header pandas writes for unnamed columns, read here as a data row), or a header
+    (``0,1,...``: the header pandas writes for unnamed columns, read here as a data row) or of numbers
+    with a label cell named like a label column (``2019,2020,label`` with ``--label -1``), or a header
     with an unnamed column (the index pandas writes by default, read here as a feature)."""
     features = [c for j, c in enumerate(names) if j != label]
     if header is None and len(features) >= 2 and features == [str(k) for k in range(len(features))]:
@@ -292,6 +302,14 @@ def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: 
             f"{name}: the first row of {str(path)!r} ({','.join(names)}) looks like column numbers (the "
             "header pandas writes for unnamed columns) but is numeric, so it is read as a data row; delete "
             "it if it is a header",
+            UserWarning,
+            stacklevel=4,
+        )
+    if header is None and label is not None and names[label].strip().lower() in LABEL_LIKE_NAMES:
+        warnings.warn(
+            f"{name}: the first row of {str(path)!r} ({','.join(names)}) has numbers in every feature "
+            f"column, so it is read as a data row, but its label cell {names[label]!r} is named like a "
+            "label column; delete it if it is a header",
             UserWarning,
             stacklevel=4,
         )

@@ -134,11 +134,13 @@ def _clash(a: Path, b: Path) -> bool:
 
 
 def zarr_node_type(path) -> str | None:
-    """``"array"`` / ``"group"`` for a Zarr v3 node at ``path``, else None (reads only ``zarr.json``)."""
+    """``"array"`` / ``"group"`` for a Zarr node at ``path`` (v3 ``zarr.json``, or v2 ``.zarray`` /
+    ``.zgroup``), else None (reads only those files)."""
     try:
         meta = json.loads(Path(path, "zarr.json").read_text())
     except (OSError, ValueError):
-        return None
+        v2 = {".zarray": "array", ".zgroup": "group"}
+        return next((kind for name, kind in v2.items() if Path(path, name).is_file()), None)
     return meta.get("node_type") if isinstance(meta, dict) else None
 
 
@@ -200,6 +202,11 @@ def check_output_path(output) -> None:
         raise ValueError(
             f"output: {str(output)!r} is an existing directory that is not a Zarr array; "
             "refusing to replace it (choose another path)"
+        )
+    if path.is_dir() and path.suffix.lower() != ".zarr":  # a file would have to replace the folder
+        raise ValueError(
+            f"output: {str(output)!r} is an existing Zarr array (a directory), and a {path.suffix.lower()} "
+            "output is a file; refusing to replace it (choose another path)"
         )
 
 

@@ -395,6 +395,23 @@ def test_a_label_index_that_is_also_its_own_columns_name_is_taken(tmp_path):
     assert header == ["a", "b"] and X.shape == (20, 2) and labels[1] == "g1"
 
 
+@pytest.mark.parametrize("label, column", [("²", "²"), (" cls ", " cls "), ("cls", " cls ")])
+def test_a_label_name_that_python_would_take_for_digits_or_with_spaces_is_found(tmp_path, label, column):
+    """Regression (found by an attack on the command line, 2026-11-25): `--label ²` failed with
+    `invalid literal for int()` (``str.isdigit`` accepts superscripts); `--label " cls "` was not found
+    (the header's names lose their surrounding spaces, the argument kept them)."""
+    src = tmp_path / "in.csv"
+    src.write_text(f"a,b,{column}\n" + "".join(f"{i}.5,{i}.25,g{i % 2}\n" for i in range(20)))
+    X, labels, header = read_table(src, label_column=label)
+    assert header == ["a", "b"] and X.shape == (20, 2) and labels[1] == "g1"
+
+
+def test_a_label_name_for_an_input_without_column_names_says_so(tmp_path):
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).random((20, 3)))
+    with pytest.raises(ValueError, match=r"'label' not found in input \(it has no column names: give"):
+        read_table(tmp_path / "in.npy", label_column="label")
+
+
 def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
     messages = []
     for row in range(3):
@@ -435,6 +452,24 @@ def test_csv_first_rows_that_pandas_writes_by_default_are_named(tmp_path, capsys
         warnings.simplefilter("error")  # a named header, a numeric first row: no warning
         assert read_table(plain)[0].shape == (20, 2)
         assert read_table(tmp_path / "values.csv")[0].shape == (2, 2)
+
+
+def test_a_numeric_first_row_with_a_label_named_cell_is_named(tmp_path):
+    """Regression (found by an attack on the command line, 2026-11-25): `2019,2020,label` over `x,y,cN`
+    rows, read with `--label -1`, added the point (2019, 2020) silently (11 rows for 10, every other row
+    moved by up to 0.33).  The header rule is unchanged (the row is numeric in its features), but a label
+    cell named like a label column is now said; a label cell such as `c0` says nothing."""
+    rows = "".join(f"0.{i},0.{9 - i},c{i % 2}\n" for i in range(10))
+    src, plain = tmp_path / "years.csv", tmp_path / "plain.csv"
+    src.write_text("2019,2020,label\n" + rows)
+    plain.write_text(rows)
+    with pytest.warns(UserWarning, match=r"first row of .*\(2019,2020,label\) has numbers in every feature"):
+        points, labels, header = read_table(src, label_column="-1")
+    assert points.shape == (11, 2) and labels[0] == "label" and header is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_table(plain, label_column="-1")[0].shape == (10, 2)
+        assert read_table(src, label_column="label")[0].shape == (10, 2)  # by name: the header
 
 
 def test_csv_reads_exactly_what_numpy_reads(tmp_path):
@@ -650,3 +685,21 @@ def test_a_csv_output_is_utf_8_whatever_the_locale(tmp_path):
     assert res.returncode == 0, res.stderr
     out = (tmp_path / "o.csv").read_text(encoding="utf-8").splitlines()
     assert out[0] == "é,b,clé" and out[1].endswith(",ç0") and len(out) == 21
+
+
+def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, capsys):
+    """Regression (found by an attack on the command line, 2026-11-25): `--method dense` with `--workers`,
+    `--tile-size` (or `--scheduler`) ran the oracle and ignored them without a word; so did the API."""
+    X = np.random.default_rng(0).random((30, 2))
+    with pytest.warns(UserWarning, match=r"^tile_size, n_workers are not used: method='dense' runs the"):
+        cdfts_dask.cdf_ts(X, method="dense", tile_size=5, n_workers=2, max_iter=1)
+    np.save(tmp_path / "in.npy", X)
+    code = cli_main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--method", "dense",
+                     "--workers", "2", "--tile-size", "5", "--quiet", "--max-iter", "1"])  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert code == 0 and err == [
+        "cdfts: warning: --workers/--tile-size not used: --method dense runs the NumPy oracle in this process"
+    ], err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cdfts_dask.cdf_ts(X, method="dense", max_iter=1)

@@ -688,6 +688,30 @@ def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".csv"])
+def test_a_zarr_folder_named_like_a_file_output_is_refused_before_work(tmp_path, capsys, monkeypatch, suffix):
+    """Regression (found by an attack on the command line, 2026-11-25): an existing Zarr array folder named
+    `out.npy` passed the output checks; the run computed, then failed with `[Errno 21] ... Is a directory`."""
+    out = tmp_path / f"out{suffix}"
+    zarr.create_array(str(out), shape=(3, 2), dtype="f8")[...] = 1.0
+    monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
+    code = cli_main(["transform", str(SYN), str(out), "--label", "label", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"is an existing Zarr array (a directory), and a {suffix} output is a file" in err[0], err
+    assert zarr.open_array(str(out))[...].tolist() == [[1.0, 1.0]] * 3
+
+
+def test_a_zarr_v2_array_output_is_replaced_as_a_v3_one_is(tmp_path, capsys):
+    """Regression (same attack): an existing Zarr v2 array as a `.zarr` output was refused as "an existing
+    directory that is not a Zarr array" (only v3's `zarr.json` was read); a v3 one is replaced."""
+    out = tmp_path / "out.zarr"
+    zarr.create_array(str(out), shape=(3, 2), dtype="f8", zarr_format=2)[...] = 1.0
+    code = cli_main(["transform", str(SYN), str(out), "--label", "label", "--quiet", "--method", "dense"])
+    assert code == 0, capsys.readouterr().err
+    assert zarr.open_array(str(out)).shape == (len(np.loadtxt(SYN, delimiter=",", skiprows=1)), 2)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv"])
 def test_api_output_npy_and_csv_are_real_files(tmp_path, syn_X, suffix):
     """Regression: cdf_ts(X, output="a.npy") wrote a Zarr directory named a.npy."""
     out = tmp_path / f"a{suffix}"

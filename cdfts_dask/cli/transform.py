@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 from ..api import cdf_ts
 from ..csv_blocks import csv_blocks, csv_labels, is_large_csv
@@ -128,6 +129,13 @@ def run(args) -> int:
 
 def _run(args) -> int:
     check_cluster_arguments(args)
+    unused = [flag for flag, value in (("--scheduler", args.scheduler), ("--workers", args.workers),
+                                       ("--tile-size", args.tile_size)) if value is not None]  # fmt: skip
+    if args.method == "dense" and unused:
+        warnings.warn(
+            f"{'/'.join(unused)} not used: --method dense runs the NumPy oracle in this process", stacklevel=2
+        )
+        args.scheduler = args.workers = args.tile_size = None
     output_format(args.output)
     check_writable(args.output)
     check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint)
