@@ -201,6 +201,16 @@ class FitSpec:
         n, d = points.shape if lazy is None else lazy.shape
         feature_names = column_names(X) if feature_names is None else _checked_names(feature_names, d)
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
+        sampled = n_references is not None and n_references < n
+        if sampled and checkpoint is not None and not resume and not v.is_integer(random_state):
+            warnings.warn(
+                f"checkpoint {str(checkpoint)!r} of a sampled fit (n_references={n_references}) without an "
+                "integer random_state: the store will be a model (load, cdfts apply) but cannot be resumed, "
+                "since no later run draws the same rows; pass an integer random_state (--random-state) to "
+                "make it resumable",
+                UserWarning,
+                stacklevel=3,
+            )
         return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
                    resume, progress, n_references, random_state, security, feature_names)  # fmt: skip
 

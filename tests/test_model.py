@@ -785,3 +785,17 @@ def test_the_estimator_checks_its_checkpoint_path_as_cdf_ts_does(tmp_path, clien
     est = CDFTS(client=client, method="tiled", max_iter=2, checkpoint="relative.zarr").fit(X)
     assert fitted.load(tmp_path / "relative.zarr").n_iter == est.n_iter_ == 2
     assert np.array_equal(est.embedding_, cdf_ts(X, client=client, method="tiled", max_iter=2))
+
+
+def test_cli_apply_names_the_output_columns_as_fitted_when_the_input_has_none(tmp_path, capsys):
+    """Regression (found by a review of the model paths, 2026-11-25): a model fitted on a CSV with the
+    header `a,b`, applied to a `.npy` (or a CSV without header), wrote the output header `x0,x1`."""
+    fit, store = tmp_path / "fit.csv", tmp_path / "run.zarr"
+    X = blobs(40, 2)
+    np.savetxt(fit, X, delimiter=",", header="a,b", comments="")
+    assert main(["transform", str(fit), str(tmp_path / "fitted.csv"), "--checkpoint", str(store),
+                 "--method", "dense", "--max-iter", "2", "--quiet"]) == 0  # fmt: skip
+    np.save(tmp_path / "new.npy", blobs(10, 2, seed=4))
+    code, err = _apply(capsys, store, tmp_path / "new.npy", tmp_path / "o.csv")
+    assert code == 0, err
+    assert (tmp_path / "o.csv").read_text().splitlines()[0] == "a,b"

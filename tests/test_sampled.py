@@ -223,6 +223,8 @@ def test_a_sampled_resume_names_what_differs_from_the_stored_draw(syn, tmp_path)
     resumed = cdf_ts(X, max_iter=3, resume=True, **kw)
     np.testing.assert_allclose(resumed, cdf_ts(X, max_iter=3, **dict(kw, checkpoint=None)), rtol=0, atol=1e-9)
     unseeded = tmp_path / "unseeded.zarr"
-    cdf_ts(X, max_iter=1, **dict(kw, random_state=None, checkpoint=unseeded))
+    said = r"sampled fit \(n_references=80\) without an integer random_state: the store .* cannot be resumed"
+    with pytest.warns(UserWarning, match=said):
+        cdf_ts(X, max_iter=1, **dict(kw, random_state=None, checkpoint=unseeded))  # said when it is made
     with pytest.raises(StoreMismatch, match="without an integer random_state"):
         cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))

@@ -23,8 +23,9 @@ def register(sub) -> None:
         "store of an earlier `cdfts transform`) on the points in INPUT and write them to OUTPUT. Rows are "
         "transformed independently; points outside the fitted data's range may land outside [0, 1]. "
         "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr; a Zarr INPUT without --label and a CSV "
-        f"INPUT of {CSV_ON_WORKERS_BYTES / 2**20:g} MiB or more are read, and a Zarr OUTPUT without labels "
-        "written, chunk by chunk by the Dask workers. A label column named by --label is passed through "
+        f"INPUT of {CSV_ON_WORKERS_BYTES / 2**20:g} MiB or more are read, and for such an INPUT a Zarr "
+        "OUTPUT without labels written, chunk by chunk by the Dask workers (any other INPUT is transformed "
+        "in this process). A label column named by --label is passed through "
         "untouched (written as the last column of a CSV output).",
         formatter_class=HelpFormatter,
     )
@@ -79,8 +80,9 @@ def _run(args) -> int:
 
             with dask_client(args.scheduler, args.workers, gpu=args.gpu) as c:
                 Y = c.compute(model.transform_dask(fitted, source, "input", backend)).result()
-    if not by_worker:
-        write_table(args.output, Y, labels, header, label_name(args.input, args.label))
+    if not by_worker:  # an INPUT without column names takes the fit's (its columns are the fit's, in order)
+        names = header if header is not None else fitted.feature_names
+        write_table(args.output, Y, labels, names, label_name(args.input, args.label))
     logger.info(
         "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,
         fitted.n_references, time.perf_counter() - tic, Y.shape[0], Y.shape[1], args.output,

@@ -52,7 +52,8 @@ def register(sub) -> None:
         "--tile-size",
         type=int,
         default=None,
-        help="rows per panel task of the Dask engine (default: from n and the workers, 256 to 4096)",
+        help="rows per panel task of the Dask engine (default: from n and the workers, 256 to 4096 on the "
+        "CPU; with --gpu one panel per GPU)",
     )
     add_cluster_arguments(p)
     p.add_argument("--checkpoint", default=None, help="Zarr store that receives every complete iteration")
@@ -68,7 +69,13 @@ def register(sub) -> None:
         help="sampled fit: fit on S points drawn uniformly without replacement, then transform all n "
         "(O(n S) per iteration; S >= n is the exact algorithm)",
     )
-    p.add_argument("--random-state", type=int, default=None, help="seed of the --references draw")
+    p.add_argument(
+        "--random-state",
+        type=int,
+        default=None,
+        help="seed of the --references draw; needed to --resume a --checkpoint of a sampled fit (without it "
+        "the store is a model for `cdfts apply` but cannot be resumed: no later run draws the same rows)",
+    )
     p.add_argument(
         "--quiet",
         action="store_true",
