@@ -41,7 +41,8 @@ def check_random_state(random_state):
 
 
 def sampled_k(k: int | None, s: int, n: int) -> int | None:
-    """The k-NN estimator's k on s of n points: ``max(1, round(k s / n))``, at most ``s - 1``."""
+    """The k-NN estimator's k on s of n points: ``max(1, round(k s / n))`` (Python's ``round``: halves
+    to even), at most ``s - 1``."""
     if k is None:
         return None
     return int(min(s - 1, max(1, round(k * s / n))))
