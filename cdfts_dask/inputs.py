@@ -88,8 +88,9 @@ def open_zarr_array(path, name: str = "input"):
     return node
 
 
-def warn_unstored_chunks(node, where: str, name: str = "input") -> None:
-    """Warn when some of a Zarr array's chunks (shards, for a sharded array) are not in its store.
+def warn_unstored_chunks(node, where: str | None = None, name: str = "input") -> None:
+    """Warn when some of a Zarr array's chunks (shards, for a sharded array) are not in its store
+    (``where``: the path it was opened by, else its store's).
 
     Zarr reads a chunk that is not stored as the array's fill value.  That is
     how it saves space (by default a chunk holding nothing but the fill value
@@ -103,6 +104,7 @@ def warn_unstored_chunks(node, where: str, name: str = "input") -> None:
     per_piece = math.prod(s // c for s, c in zip(pieces, node.chunks, strict=True))
     stored = node.nchunks_initialized // per_piece
     if stored < expected:
+        where = str(node.store_path) if where is None else where
         unit = "chunks" if node.shards is None else "shards"
         warnings.warn(
             f"{name}: {expected - stored} of {expected} {unit} of the Zarr array {where!r} are not stored, "
@@ -156,6 +158,6 @@ def load_points(X, name: str = "X") -> np.ndarray:
     elif hasattr(X, "dask") and hasattr(X, "compute"):
         X = X.compute()
     elif type(X).__module__.startswith("zarr"):
-        warn_unstored_chunks(X, str(X.store_path), name)
+        warn_unstored_chunks(X, name=name)
         X = X[...]
     return check_points(X, name)

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import check_choice, check_points, is_integer
+from ._validation import ESTIMATORS, check_choice, check_points, is_integer
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
 from .row_lookup import NOT_FOUND, RowIndex
@@ -336,8 +336,8 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
 def _model_of(group, params: dict, first: dict, last: int) -> CDFTSModel:
     """The model of a verified store's iterations 1..last (``first``: iteration 0's attributes)."""
     lam, estimator, k, dtype = params["lam"], params["estimator"], params.get("k"), params.get("dtype")
-    check_choice(estimator, "estimator", ("epsilon", "knn"))
-    stats_name = "counts" if estimator == "epsilon" else "radius"
+    check_choice(estimator, "estimator", ESTIMATORS)
+    stats_name = store.statistics_name(estimator)
     iterations = []
     for t in range(1, last + 1):
         prev, cur = group[store.iteration_key(t - 1)], group[store.iteration_key(t)]
@@ -469,7 +469,7 @@ def as_dask(Y, name: str = "X"):
     from .lazy import lazy_input
 
     if type(Y).__module__.startswith("zarr"):
-        warn_unstored_chunks(Y, str(Y.store_path), name)
+        warn_unstored_chunks(Y, name=name)
         return da.from_zarr(Y)
     lazy = lazy_input(Y, name, min_rows=1)
     if lazy is None:

@@ -79,27 +79,41 @@ def remove_stale_temporaries(path) -> list[str]:
             writer_host != host or int(writer_pid) == os.getpid() or _process_is_alive(int(writer_pid))
         ):
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+        _remove(entry)
         removed.append(entry.name)
     return removed
 
 
 @contextmanager
 def replaced_atomically(path) -> Iterator[Path]:
-    """Yield a :func:`temporary_sibling` of ``path`` to write a file into; when the block ends without an
-    error it is renamed onto ``path`` (a reader sees the old file or the whole new one, never a part)
-    and the temporaries of killed writers are removed; on an error it is removed and ``path`` is left
-    as it was."""
+    """Yield a :func:`temporary_sibling` of ``path`` to write a file or a folder (a Zarr store) into; when
+    the block ends without an error it is renamed onto ``path`` and the temporaries of killed writers are
+    removed; on an error it is removed and ``path`` is left as it was.  A file replaces a file in one
+    rename (a reader sees the old file or the whole new one); a folder replacing anything is renamed in
+    after the old one is moved aside, which is removed last."""
+    path = Path(path)
     tmp = temporary_sibling(path)
     try:
         yield tmp
-        os.replace(tmp, path)
+        if tmp.is_dir() and (path.exists() or path.is_symlink()):
+            old = temporary_sibling(path)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            _remove(old)
+        else:
+            os.replace(tmp, path)
         remove_stale_temporaries(path)
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp.exists() or tmp.is_symlink():
+            _remove(tmp)
+
+
+def _remove(entry: Path) -> None:
+    """Remove a file, a link or a whole folder."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)
 
 
 def absolute(path, name: str = "path") -> str:

@@ -69,13 +69,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from .paths import (
-    STORE_FORMAT,
-    checkpoint_state,
-    lock_path,
-    remove_stale_temporaries,
-    temporary_sibling,
-)
+from .paths import STORE_FORMAT, checkpoint_state, lock_path, replaced_atomically
 
 FORMAT = STORE_FORMAT
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
@@ -150,8 +144,8 @@ def attributes_digest(attrs: dict) -> str:
 
 def with_attributes_digest(attrs: dict) -> dict:
     """``attrs`` as plain JSON values, with their :func:`attributes_digest` added."""
-    plain = jsonable({key: value for key, value in attrs.items() if key != "attributes_digest"})
-    return {**plain, "attributes_digest": attributes_digest(plain)}
+    plain = jsonable(attrs)
+    return {**plain, "attributes_digest": attributes_digest(plain)}  # a stale digest in attrs is replaced
 
 
 def attributes_problem(attrs: dict, what: str) -> str | None:
@@ -188,6 +182,11 @@ def stored_digest(arr: zarr.Array) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def statistics_name(estimator: str) -> str:
+    """The array an iteration keeps beside ``X``: ``counts`` (epsilon estimator) or ``radius`` (k-NN)."""
+    return "counts" if estimator == "epsilon" else "radius"
+
+
 def iteration_key(t: int) -> str:
     return f"iterations/{t:05d}"
 
@@ -218,8 +217,7 @@ class Checkpoint:
         ``path`` must be absent, an empty folder, or an empty group (:func:`paths.checkpoint_state`).
         """
         path = Path(path)
-        tmp = temporary_sibling(path)
-        try:
+        with replaced_atomically(path) as tmp:
             ckpt = cls(tmp)
             ckpt.update_root(
                 {
@@ -236,11 +234,6 @@ class Checkpoint:
             lo_hi = {} if input_range is None else {"lo": input_range[0], "hi": input_range[1]}
             ckpt.write_iteration(0, X0, {}, lo_hi)
             _remove_empty_store(path)
-            os.replace(tmp, path)
-            remove_stale_temporaries(path)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         return cls(path)
 
     @staticmethod
@@ -450,7 +443,6 @@ def jsonable(value):
     return value
 
 
-
 def verify_iteration(group, t: int) -> str | None:
     """None if iteration t's arrays in the run ``group`` match the digests stored at commit, else what
     is wrong (missing iteration, no checksums, an unreadable chunk, a changed or missing chunk)."""
@@ -465,7 +457,7 @@ def verify_iteration(group, t: int) -> str | None:
         if problem is not None:
             return problem
     digests = attrs.get("digests")
-    stats = "counts" if dict(group.attrs.get("params") or {}).get("estimator") == "epsilon" else "radius"
+    stats = statistics_name(dict(group.attrs.get("params") or {}).get("estimator"))
     if not isinstance(digests, dict) or "X" not in digests or (t >= 1 and stats not in digests):
         return f"iteration {t} has no checksums"
     for name, expected in digests.items():
@@ -490,15 +482,13 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     place; an existing output is replaced only once the new one is complete.
     """
 
-    def write(tmp: Path) -> None:
+    with replaced_atomically(path) as tmp:
         arr = zarr.create_array(
             str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape), config=EVERY_CHUNK
         )
         arr[...] = X
         if attrs:
             arr.attrs.put(jsonable(attrs))
-
-    _write_then_rename(Path(path), write)
 
 
 def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
@@ -509,41 +499,15 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
     """
     import dask.array as da
 
-    def write(tmp: Path) -> None:
-        rows = max(X.chunks[0])
-        X2 = X.rechunk({0: rows, 1: -1})  # one task per Zarr chunk: no two tasks write the same chunk
+    rows = max(X.chunks[0])
+    X2 = X.rechunk({0: rows, 1: -1})  # one task per Zarr chunk: no two tasks write the same chunk
+    with replaced_atomically(path) as tmp:
         arr = zarr.create_array(
             str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]), config=EVERY_CHUNK
         )
         if attrs:
             arr.attrs.put(jsonable(attrs))
         client.compute(da.store(X2, arr, lock=False, compute=False)).result()
-
-    _write_then_rename(Path(path), write)
-
-
-def _write_then_rename(path: Path, write) -> None:
-    """``write(tmp)`` to a temporary sibling of ``path``, then rename it into place (replacing ``path``
-    only once the new one is complete); stale temporaries of ``path`` are removed afterwards."""
-    tmp = temporary_sibling(path)
-    try:
-        write(tmp)
-        _replace(tmp, path)
-        remove_stale_temporaries(path)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _replace(new: Path, path: Path) -> None:
-    """Rename ``new`` to ``path``; an existing ``path`` is moved aside first and removed only afterwards."""
-    if not path.exists() and not path.is_symlink():
-        os.replace(new, path)
-        return
-    old = temporary_sibling(path)
-    os.replace(path, old)
-    os.replace(new, path)
-    shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
 
 
 # -- one run per store at a time ---------------------------------------------------------------------
