@@ -134,13 +134,14 @@ def cdf_ts(
         return (out, result) if return_info else out
 
 
-def checked_run_paths(X, checkpoint, output=None) -> tuple[str | None, str | None]:
+def checked_run_paths(X, checkpoint, output=None, model=None) -> tuple[str | None, str | None]:
     """``(checkpoint, output)`` made absolute here, on the client (workers with another working
-    directory write where the user meant), and checked against the input X and each other before
-    any work (:func:`paths.check_run_paths`: none may be, or lie inside, another)."""
+    directory write where the user meant), and checked against the input X, the ``model`` store a
+    fitted run is replayed from, and each other before any work (:func:`paths.check_run_paths`: none
+    may be, or lie inside, another; the input may lie in the model, both only read)."""
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint, "checkpoint")
     output = checked_output(output)
-    paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint)
+    paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint, model=model)
     return checkpoint, output
 
 

@@ -166,7 +166,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         of other files.
         """
         check_is_fitted(self, "model_")
-        _, output = api.checked_run_paths(X, self.checkpoint, output)
+        _, output = api.checked_run_paths(X, None, output, model=self.checkpoint)
         X = self._validated(X, reset=False)
         if output is not None and output_format(output) == ".zarr":
             source = X if isinstance(X, da.Array) else api.da_from_numpy(X)

@@ -275,16 +275,20 @@ def _file_behind(array) -> str | None:
     return os.path.join(os.fspath(root), inner) if inner else os.fspath(root)
 
 
-def check_run_paths(inputs=(), output=None, checkpoint=None) -> None:
+def check_run_paths(inputs=(), output=None, checkpoint=None, model=None) -> None:
     """All the path checks of a run, before any data is read: ``inputs`` the files the input is read
-    from (:func:`input_files`), ``output`` and ``checkpoint`` paths or None (not given)."""
+    from (:func:`input_files`), ``output`` and ``checkpoint`` paths or None (not given), ``model`` the
+    store a fitted run is replayed from (read only: it may be read as the input too, never written)."""
     # in this order, so that a message asks for another path of the later role: an output is never the
-    # input nor the store (the checkpoint, or the model ``cdfts apply`` reads), a store never the input
-    roles = [("input", path) for path in inputs] + [("checkpoint", checkpoint), ("output", output)]
+    # input nor a store (the checkpoint, or the model), a checkpoint never the input
+    roles = [("input", path) for path in inputs]
+    roles += [("model", model), ("checkpoint", checkpoint), ("output", output)]
     named = [(role, path) for role, path in roles if path is not None]
     for i, (role_a, a) in enumerate(named):
         for role_b, b in named[i + 1 :]:
             ra, rb = real(a), real(b)
+            if {role_a, role_b} == {"input", "model"}:
+                continue  # both only read
             if _clash(ra, rb):
                 how = "is" if ra == rb else "is inside" if ra in rb.parents else "contains"
                 raise ValueError(

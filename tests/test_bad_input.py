@@ -687,6 +687,26 @@ def test_a_csv_output_is_utf_8_whatever_the_locale(tmp_path):
     assert out[0] == "é,b,clé" and out[1].endswith(",ç0") and len(out) == 21
 
 
+def test_a_random_state_without_references_is_said_to_be_unused(tmp_path, capsys):
+    """Regression (left alone since stop 30, 2026-11-25): `--random-state 3` without `--references` fitted
+    all points, drew nothing, and said nothing; the result is the exact fit's either way."""
+    X = np.random.default_rng(0).random((30, 2))
+    np.save(tmp_path / "in.npy", X)
+    base = ["transform", str(tmp_path / "in.npy"), "--quiet", "--max-iter", "1"]
+    assert cli_main([*base[:2], str(tmp_path / "seeded.npy"), *base[2:], "--random-state", "3"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "cdfts: warning: --random-state not used: it seeds the draw of a sampled fit, and no --references "
+        "is given (all points are fitted, nothing is drawn)"
+    ], err
+    assert cli_main([*base[:2], str(tmp_path / "plain.npy"), *base[2:]]) == 0
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(np.load(tmp_path / "seeded.npy"), np.load(tmp_path / "plain.npy"))
+    seeded = [*base[:2], str(tmp_path / "drawn.npy"), *base[2:], "--random-state", "3", "--references", "20"]
+    assert cli_main(seeded) == 0
+    assert "random-state" not in capsys.readouterr().err
+
+
 def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, capsys):
     """Regression (found by an attack on the command line, 2026-11-25): `--method dense` with `--workers`,
     `--tile-size` (or `--scheduler`) ran the oracle and ignored them without a word; so did the API."""

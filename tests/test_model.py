@@ -354,8 +354,8 @@ def test_transform_output_never_replaces_the_model_store_or_a_folder_and_writes_
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "important.txt").write_text("keep me")
     refusals = {
-        store: "is the checkpoint .*refusing to overwrite it",
-        store / "inside.zarr": "is inside the checkpoint",
+        store: "is the model .*refusing to overwrite it",
+        store / "inside.zarr": "is inside the model",
         tmp_path / "results": "unsupported file type",
         tmp_path / "results.zarr": None,  # a fresh name: fine (checked below)
         tmp_path / "no-such-dir" / "o.npy": "directory does not exist",
@@ -628,8 +628,9 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
          "was fitted on 3"),
         ((tmp_path / "two.npy", tmp_path / "two.npy", tmp_path / "o.npy"), "is not a cdfts-dask run store"),
         ((store, tmp_path / "two.npy", tmp_path / "two.npy"), "is the input"),
-        ((store, tmp_path / "two.npy", store), "output '" + str(store) + "' is the checkpoint"),
-        ((store, tmp_path / "two.npy", store / "o.npy"), "is inside the checkpoint"),
+        ((store, tmp_path / "two.npy", store), "output '" + str(store) + "' is the model"),
+        ((store, tmp_path / "two.npy", store / "o.npy"), "is inside the model"),
+        ((store, store, tmp_path / "o.npy"), f"input: '{store}' is a Zarr group, not an array"),
         ((store, tmp_path / "two.npy", tmp_path / "o.txt"), "unsupported file type '.txt'"),
     ]  # fmt: skip
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
@@ -643,6 +644,24 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     rewrite_attributes(zarr.open_group(str(store), mode="a"), status="running")
     code, err = _apply(capsys, store, DATA / "syn.csv", tmp_path / "o.csv")
     assert code == 2 and "is not complete" in err and "resume it first" in err
+
+
+def test_an_input_read_from_inside_the_model_store_is_replayed(tmp_path, capsys):
+    """Regression (left alone since stop 29, 2026-11-25): the model store was checked as a checkpoint,
+    one the run writes, so an INPUT inside it (an array of the store, only read) was refused with
+    "checkpoint ... contains the input ...; refusing to overwrite it: choose another checkpoint path",
+    and MODEL given twice was told the same; the store is only read, and now only the output is kept
+    out of it."""
+    store = tmp_path / "run.zarr"
+    X = blobs(60, 2)
+    est = CDFTS(lam=0.15, max_iter=2, checkpoint=store).fit(X)
+    inside = store / "iterations" / "00000" / "X"  # the fit's normalised input, an array of the store
+    code, err = _apply(capsys, store, inside, tmp_path / "out.npy", "--quiet")
+    assert code == 0 and err == "", err
+    stored = zarr.open_array(str(inside), mode="r")[...]
+    expected = fitted.transform_numpy(fitted.load(store), stored)
+    assert np.array_equal(np.load(tmp_path / "out.npy"), expected)
+    np.testing.assert_allclose(est.transform(str(inside)).compute(), expected, rtol=0, atol=1e-12)
 
 
 @pytest.mark.slow  # an embedded cluster of its own, whose worker processes write to this process's stderr

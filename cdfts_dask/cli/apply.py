@@ -51,7 +51,7 @@ def _run(args) -> int:
     output_format(args.output)
     check_writable(args.output)
     fitted = model.load(args.model)  # first: a MODEL that is no completed run store is named as such
-    check_run_paths([args.input], output=args.output, checkpoint=args.model)  # never overwrite either
+    check_run_paths([args.input], output=args.output, model=args.model)  # never overwrite either
     backend = "cuda" if args.gpu else "cpu"
     tic = time.perf_counter()
     source, labels, header = _chunked_input(args)

@@ -73,8 +73,9 @@ def register(sub) -> None:
         "--random-state",
         type=int,
         default=None,
-        help="seed of the --references draw; needed to --resume a --checkpoint of a sampled fit (without it "
-        "the store is a model for `cdfts apply` but cannot be resumed: no later run draws the same rows)",
+        help="seed of the --references draw (unused without it, with a warning); needed to --resume a "
+        "--checkpoint of a sampled fit (without it the store is a model for `cdfts apply` but cannot be "
+        "resumed: no later run draws the same rows)",
     )
     p.add_argument(
         "--quiet",
@@ -143,6 +144,12 @@ def _run(args) -> int:
             f"{'/'.join(unused)} not used: --method dense runs the NumPy oracle in this process", stacklevel=2
         )
         args.scheduler = args.workers = args.tile_size = None
+    if args.random_state is not None and args.references is None:
+        warnings.warn(
+            "--random-state not used: it seeds the draw of a sampled fit, and no --references is given "
+            "(all points are fitted, nothing is drawn)",
+            stacklevel=2,
+        )
     output_format(args.output)
     check_writable(args.output)
     check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint)
