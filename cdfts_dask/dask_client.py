@@ -119,7 +119,8 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
 
     * a ``distributed.Client``: used as is (``n_workers`` is then ignored, with a warning; so for an
       address);
-    * a string: the address of a running scheduler (``tcp://host:8786``, ``tls://...``), checked first
+    * a string: the address of a running scheduler (``tcp://host:8786``, ``tls://...``; ``host:8786`` is
+      tcp, as ``Client`` reads it), checked first
       by :func:`~cdfts_dask.scheduler_check.check_scheduler` (bounded handshake, one-line errors);
     * ``None``: the session's default client when one is open (a Dask user's
       ``Client(...)``, as every Dask collection would use it; ``n_workers`` is

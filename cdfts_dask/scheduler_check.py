@@ -31,7 +31,7 @@ def check_scheduler(address: str, security=None, timeout: float | None = None) -
 
     timeout = connect_timeout() if timeout is None else timeout
     try:
-        scheme, location = parse_address(address, strict=True)
+        scheme, location = parse_address(address)  # as Client reads it: no scheme is Dask's default, tcp
         from distributed.comm.registry import backends
 
         if scheme not in backends:

@@ -788,6 +788,27 @@ def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, c
     assert seconds < 60 and not (tmp_path / "o.npy").exists()
 
 
+def test_a_scheduler_address_without_its_scheme_is_read_as_dask_reads_it(tmp_path, capsys, client, syn_X):
+    """Regression (found while checking the wrong-address wording, 2026-11-25): `--scheduler
+    127.0.0.1:8786`, which ``distributed.Client`` takes as tcp:// (the form of Dask's own examples), was
+    refused: "not a usable Dask scheduler address ...: Invalid url scheme"; a host without a port is
+    still refused in one line."""
+    X = syn_X[:60]
+    np.save(tmp_path / "in.npy", X)
+    bare = client.scheduler.address.removeprefix("tcp://")
+    args = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--max-iter", "2", "--quiet"]
+    code = cli_main([*args, "--scheduler", bare])
+    assert code == 0, capsys.readouterr().err
+    expected = cdfts_dask.cdf_ts(X, method="dense", max_iter=2)
+    np.testing.assert_allclose(np.load(tmp_path / "o.npy"), expected, rtol=0, atol=1e-9)
+    code = cli_main([*args, "--scheduler", "127.0.0.1"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines == [
+        "cdfts transform: error: client: not a usable Dask scheduler address '127.0.0.1': missing port "
+        "number in address '127.0.0.1'"
+    ], lines
+
+
 # -- the embedded cluster listens on 127.0.0.1 only (issue 10, item 13) ----------------------------------
 
 _LISTENERS = """

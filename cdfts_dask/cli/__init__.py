@@ -125,7 +125,9 @@ def add_cluster_arguments(p) -> None:
     own), shared by ``transform``, ``apply`` and ``evaluate``."""
     cluster = p.add_mutually_exclusive_group()
     cluster.add_argument(
-        "--scheduler", default=None, help="address of an existing Dask scheduler, e.g. tcp://host:8786"
+        "--scheduler",
+        default=None,
+        help="address of an existing Dask scheduler, e.g. tcp://host:8786 (host:8786 is tcp, as for Dask)",
     )
     cluster.add_argument(
         "--workers",
