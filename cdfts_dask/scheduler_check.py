@@ -60,11 +60,17 @@ def check_scheduler(address: str, security=None, timeout: float | None = None) -
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # own event loop, even inside a running one
         try:
-            reply = pool.submit(asyncio.run, bounded()).result()
+            try:
+                reply = pool.submit(asyncio.run, bounded()).result()
+            except OSError as exc:  # distributed's connect gives up at the same timeout, in its own words
+                if not str(exc).startswith("Timed out trying to connect"):
+                    raise
+                raise TimeoutError from None
         except TimeoutError:
             raise ValueError(
-                f"client: the scheduler at {address!r} did not answer within {timeout:g} s (set "
-                "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to wait longer)"
+                f"client: the scheduler at {address!r} did not answer within {timeout:g} s"
+                f"{_why_unreachable(scheme, location)} (set DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to "
+                "wait longer)"
             ) from None
         except MemoryError:  # the reply's first bytes, read as Dask's frame lengths, asked for exabytes
             raise ValueError(
@@ -78,3 +84,25 @@ def check_scheduler(address: str, security=None, timeout: float | None = None) -
             ) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         raise ValueError(f"client: {address!r} answered, but not as a Dask scheduler: {str(reply)[:200]}")
+
+
+def _why_unreachable(scheme: str, location: str) -> str:
+    """What one plain TCP connection to ``location`` meets (Dask retries a refused or unresolved address
+    until its timeout, as a scheduler may still be starting): ``" (connection refused: ...)"``,
+    ``" (host not found: ...)"``, or ``""`` when it connects or the scheme is not TCP."""
+    import socket
+
+    from distributed.comm.addressing import parse_host_port
+
+    if scheme not in ("tcp", "tls"):
+        return ""
+    host, port = parse_host_port(location)
+    try:
+        socket.create_connection((host or "localhost", port), timeout=2).close()
+    except socket.gaierror as exc:
+        return f" (host not found: {exc.strerror})"
+    except ConnectionRefusedError:
+        return " (connection refused: is a scheduler listening on that host and port?)"
+    except OSError as exc:
+        return f" ({exc.strerror or type(exc).__name__})"
+    return ""

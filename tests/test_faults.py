@@ -759,20 +759,32 @@ def _listener(reply: bytes | None):
             conn.close()
 
 
+@contextmanager
+def _closed_port():
+    """The address of a loopback port that was just free (nothing listens there: connections refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    yield f"tcp://127.0.0.1:{port}"
+
+
 @pytest.mark.parametrize(
     "make, pattern",
     [
-        (lambda: _listener(None), r"did not answer within 0.5 s"),
+        (lambda: _listener(None), r"did not answer within 0.5 s \(set DASK_"),
+        (_closed_port, r"did not answer within 0.5 s \(connection refused: is a scheduler listening"),
         (lambda: _listener(b"HTTP/1.1 200 OK\r\n\r\nhello" * 10), r"answered with bytes that are not Dask's"),
         (lambda: nullcontext("tcp://127.0.0.1:notaport"), r"not a usable Dask scheduler address"),
         (lambda: nullcontext("inproc://x"), r"not a usable Dask scheduler address 'inproc://x'"),
         (lambda: nullcontext("gopher://host:70"), r"not a usable Dask scheduler address 'gopher://host:70'"),
     ],
-    ids=["silent", "non-dask-bytes", "bad-port", "inproc", "unknown-scheme"],
+    ids=["silent", "refused", "non-dask-bytes", "bad-port", "inproc", "unknown-scheme"],
 )
 def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, capsys):
     """Regression: a silent listener hung forever; non-Dask bytes gave `Unable to allocate 3.07 EiB` (then,
-    until 2026-11-24, that text behind "cannot reach a Dask scheduler"; now what it means).
+    until 2026-11-24, that text behind "cannot reach a Dask scheduler"; now what it means).  A port where
+    nothing listens was told as either of two wordings, by which timeout fired first, neither of them
+    saying the connection was refused (until 2026-11-25).
     (In process: the command's own error path; a subprocess adds nothing here but its start-up.)"""
     import dask
     import distributed  # noqa: F401  (its config defaults first: leaving dask.config.set would drop them)
