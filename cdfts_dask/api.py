@@ -75,7 +75,8 @@ def cdf_ts(
     client : ``distributed.Client``, scheduler address, or None: the session's default client
         when one is open, else an embedded ``LocalCluster`` of ``n_workers`` processes
     tile_size : rows per panel task of the Dask engine (default: from n and the number of
-        workers, 256 to 4096); a task's working set is a few hundred points regardless
+        workers, 256 to 4096 on the CPU, one panel per GPU with ``backend="cuda"``); a CPU task's
+        working set is a few hundred points regardless
     checkpoint : Zarr store path; every complete iteration is written there (a completed
         store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
@@ -272,8 +273,8 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
             tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
-            # workers read lazy input
-            handle = tiled.put(fit.points) if fit.lazy is None else fit.lazy.to_worker(c)
+            # NumPy points are scattered once normalised (TiledMethod.normalise); workers read lazy input
+            handle = fit.points if fit.lazy is None else fit.lazy.to_worker(c)
             result = runner.run(tiled, handle, **args)
             return _finish(tiled, result, output, fit.lazy, outlives_the_run(c), p.dtype, fit.feature_names)
         except (FutureCancelledError, KilledWorker) as exc:
@@ -386,7 +387,8 @@ def _on_host(method, result: runner.RunResult) -> np.ndarray:
     return method.fetch(result.X)
 
 
-def _prepared(X, lam) -> np.ndarray:
+def _prepared(X, lam) -> tuple[np.ndarray, float]:
+    """X loaded and min-max normalised, and ``lam`` checked (for :func:`dscale` and :func:`rescale`)."""
     lam = v.check_lam(lam)
     points = load_points(X)
     return minmax_normalise(points)[0], lam
@@ -417,4 +419,4 @@ def rescale(X, lam: float = 0.1, psi: int = 100) -> np.ndarray:
     return oracle.rescale_dense(Xn, lam, psi)
 
 
-__all__ = ["cdf_ts", "dscale", "rescale", "is_path", "WorkersLost"]
+__all__ = ["cdf_ts", "dscale", "rescale", "WorkersLost"]

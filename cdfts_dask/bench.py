@@ -244,13 +244,13 @@ def legend() -> str:
     return "\n".join(f"# {name:>9s}: {meaning}" for name, meaning in COLUMN_MEANINGS.items())
 
 
+#: the printed width of each column of :data:`COLUMNS`, in order
+WIDTHS = (7, 3, 8, 7, 9, 9, 9, 9, 8, 8, 8, 5, 8, 6, 5, 8)
+
+
 def header() -> str:
-    return (
-        f"{'n':>7s} {'d':>3s} {'dtype':>8s} {'workers':>7s} {'s_iter':>9s} {'ref_pps':>9s} "
-        f"{'shift_pps':>9s} {'pps':>9s} {'cpu_s':>8s} {'cpu_max':>8s} {'peak_mib':>8s} {'cores':>5s} "
-        f"{'x_oracle':>8s} {'x_gemm':>6s} "
-        f"{'x_1w':>5s} {'x_1w_cpu':>8s}"
-    )
+    """The table's first line: :data:`COLUMNS`, right-aligned in :data:`WIDTHS`."""
+    return " ".join(f"{name:>{width}s}" for name, width in zip(COLUMNS, WIDTHS, strict=True))
 
 
 def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1, k: int = 10) -> dict:

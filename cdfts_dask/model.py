@@ -296,7 +296,7 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
         attrs = dict(group.attrs)
     except Exception as exc:
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store: {exc}") from None
-    if attrs.get("format") != store.FORMAT:
+    if attrs.get("format") != store.STORE_FORMAT:
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store (format={attrs.get('format')!r})")
     try:
         store.check_root(attrs, path)  # a format version this one reads, root attributes as written

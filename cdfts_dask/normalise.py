@@ -6,7 +6,8 @@ import numpy as np
 
 
 def column_span(lo, hi):
-    """``hi - lo`` with 1 in place of 0, so that constant columns map to 0 (never NaN); NumPy or CuPy."""
+    """``hi - lo`` with 1 in place of 0, so that a column constant in the range it is normalised by maps
+    to ``X - lo`` (0 on the points that range came from; never NaN); NumPy or CuPy."""
     span = hi - lo
     return span + (span == 0)
 

@@ -55,9 +55,6 @@ class DenseMethod:
     #: errors that mean the data of a run was lost with its workers: none here
     lost_errors: tuple[type[BaseException], ...] = ()
 
-    def put(self, X: np.ndarray):
-        return X
-
     def normalise(self, X):
         return minmax_normalise(X)[0]
 
@@ -77,7 +74,7 @@ class DenseMethod:
     def save(self, path, t, info: Step, seconds: float) -> None:
         store.Checkpoint(path).write_iteration(t, info.X, info.statistics, _iteration_attrs(info, seconds))
 
-    def create_store(self, path, params, fp, X0, input_range=None) -> None:
+    def create_store(self, path, params, fp, X0, input_range) -> None:
         store.Checkpoint.create(path, params, fp, X0, input_range)
 
     def load_positions(self, path, t):
@@ -102,7 +99,7 @@ def _write_output_on_worker(to_host, path, X, attrs):
     store.write_output_zarr(path, to_host(X), attrs)
 
 
-def _create_on_worker(path, params, fp, X0, input_range=None):
+def _create_on_worker(path, params, fp, X0, input_range):
     store.Checkpoint.create(path, params, fp, X0, input_range)
 
 
@@ -127,11 +124,6 @@ class TiledMethod:
         self.engine = TiledEngine(client, tile_size, dtype=dtype, device=device)
         self.to_host = self.engine.tasks.to_host
         self._ready = None  # the last step's positions: already in the device's form
-
-    def put(self, X):
-        """NumPy points stay here until :meth:`normalise` scatters them normalised; a future (input
-        the workers read) is used as it is."""
-        return X
 
     @property
     def lost_errors(self) -> tuple[type[BaseException], ...]:
@@ -178,7 +170,7 @@ class TiledMethod:
         args = (self.to_host, path, t, info.X, name, stats, attrs)
         self.client.submit(_save_on_worker, *args, pure=False).result()
 
-    def create_store(self, path, params, fp, X0, input_range=None) -> None:
+    def create_store(self, path, params, fp, X0, input_range) -> None:
         self.client.submit(_create_on_worker, path, params, fp, X0, input_range, pure=False).result()
 
     def load_positions(self, path, t):

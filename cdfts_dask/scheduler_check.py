@@ -19,17 +19,17 @@ def connect_timeout() -> float:
     return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s"))
 
 
-def check_scheduler(address: str, security=None, timeout: float | None = None) -> None:
+def check_scheduler(address: str, security=None) -> None:
     """Refuse in one line, naming ``address``: a malformed or unsupported address, a scheduler that
-    cannot be reached, or a listener that does not answer a Dask handshake within ``timeout`` seconds
-    (default :func:`connect_timeout`); ``distributed.Client`` alone would wait forever on a silent one."""
+    cannot be reached, or a listener that does not answer a Dask handshake within Dask's connect
+    timeout (:func:`connect_timeout`); ``distributed.Client`` alone would wait forever on a silent one."""
     import asyncio
     import concurrent.futures
 
     from distributed.comm import connect
     from distributed.comm.addressing import parse_address, parse_host_port
 
-    timeout = connect_timeout() if timeout is None else timeout
+    timeout = connect_timeout()
     try:
         scheme, location = parse_address(address)  # as Client reads it: no scheme is Dask's default, tcp
         from distributed.comm.registry import backends

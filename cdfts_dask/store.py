@@ -71,7 +71,6 @@ import zarr
 
 from .paths import STORE_FORMAT, checkpoint_state, lock_path, replaced_atomically
 
-FORMAT = STORE_FORMAT
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
 #: 3: the root's and every iteration's attributes carry the SHA-256 of the others (``attributes_digest``)
 FORMAT_VERSION = 3
@@ -162,7 +161,7 @@ def check_root(attrs: dict, path) -> None:
     """Refuse (:class:`StoreMismatch`) a store of a format version this one cannot read, and
     (:class:`StoreDamaged`) one whose root attributes fail their checksum (format_version >= 3)."""
     version = attrs.get("format_version")
-    if attrs.get("format") != FORMAT or version not in READABLE_VERSIONS:
+    if attrs.get("format") != STORE_FORMAT or version not in READABLE_VERSIONS:
         raise StoreMismatch(
             f"checkpoint {str(path)!r} is not a cdfts-dask store of format version {FORMAT_VERSION} "
             f"(format={attrs.get('format')!r}, format_version={version!r}); "
@@ -210,9 +209,10 @@ class Checkpoint:
 
     # -- creation and resume -------------------------------------------------
     @classmethod
-    def create(cls, path, params: dict, fp: str, X0: np.ndarray, input_range=None) -> Checkpoint:
-        """Build a new store holding the normalised input as iteration 0 (and the raw input's range),
-        then rename it into place.
+    def create(cls, path, params: dict, fp: str, X0: np.ndarray, input_range: tuple) -> Checkpoint:
+        """Build a new store holding the normalised input as iteration 0 and ``input_range``, the raw
+        input's column minima and maxima ``(lo, hi)`` (a model replays new points from them), then
+        rename it into place.
 
         ``path`` must be absent, an empty folder, or an empty group (:func:`paths.checkpoint_state`).
         """
@@ -221,7 +221,7 @@ class Checkpoint:
             ckpt = cls(tmp)
             ckpt.update_root(
                 {
-                    "format": FORMAT,
+                    "format": STORE_FORMAT,
                     "format_version": FORMAT_VERSION,
                     "params": params,
                     "fingerprint": fp,
@@ -231,8 +231,7 @@ class Checkpoint:
                     "status": "running",
                 }
             )
-            lo_hi = {} if input_range is None else {"lo": input_range[0], "hi": input_range[1]}
-            ckpt.write_iteration(0, X0, {}, lo_hi)
+            ckpt.write_iteration(0, X0, {}, {"lo": input_range[0], "hi": input_range[1]})
             _remove_empty_store(path)
         return cls(path)
 

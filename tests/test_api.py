@@ -94,7 +94,6 @@ def test_estimator_conventions(X, expected):
 
 
 def test_sklearn_clone_and_pipeline(X, expected):
-    pytest.importorskip("sklearn")
     from sklearn.base import clone
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import zarr
 from faultkit import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,8 +23,6 @@ from hypothesis.extra import numpy as hnp
 import cdfts_dask
 from cdfts_dask.cli import main as cli_main
 from cdfts_dask.inputs import read_table
-
-zarr = pytest.importorskip("zarr")
 
 
 def _csv(text: str):

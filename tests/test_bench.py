@@ -101,7 +101,8 @@ def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
 
     monkeypatch.setattr(bench, "gemm_flops", lambda: 1e9)
     rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cpu")
-    assert gemm == 1e9 and rows[0].x_gemm == rows[0].pps * bench.flops_per_pair(3) / 1e9
+    assert bench.flops_per_pair(3) == 4 * 3 + 3  # the module docstring's count: 4 d + 3 flops per pair
+    assert gemm == 1e9 and rows[0].x_gemm == pytest.approx(rows[0].pps * 15 / 1e9, rel=1e-12)
 
 
 class _ClusterAsked(Exception):

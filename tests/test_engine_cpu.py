@@ -88,6 +88,16 @@ def test_triangle_panels_cover_the_rows():
         assert all(spans[i][1] == spans[i + 1][0] for i in range(len(spans) - 1))
 
 
+@pytest.mark.parametrize("n,parts", [(1000, 4), (1000, 7), (4096, 64), (100_000, 16)])
+def test_triangle_panels_hold_equal_shares_of_the_pairs(n, parts):
+    """Rows [a, b) own the pairs (i, j > i) for i in [a, b): each panel holds n (n - 1) / 2 / parts of
+    them to within a row's worth (n pairs), as the docstring's boundaries promise."""
+    spans = plan.triangle_panels(n, parts)
+    pairs = [sum(n - 1 - i for i in range(a, b)) for a, b in spans]
+    assert len(spans) == parts and sum(pairs) == n * (n - 1) // 2
+    assert max(abs(p - n * (n - 1) / 2 / parts) for p in pairs) <= n
+
+
 @pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (17, 3), (600, 4), (1500, 8), (2000, 2), (2000, 16)])
 def test_block_pruned_diameter_is_exact(n, d):
     """k-d leaf and leaf-group bounding boxes prune pairs (at d = 2 nearly all; at d = 16 few, where group

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 from conftest import cli_env
 from faultkit import SYN, dask_processes, kill_group, run_cli, spawn_cli, wait_for_line
 
 import cdfts_dask
 from cdfts_dask import store
 from cdfts_dask.cli import main as cli_main
-
-zarr = pytest.importorskip("zarr")
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
+import zarr
 
 import cdfts_dask
 from cdfts_dask.lazy import lazy_input
-
-zarr = pytest.importorskip("zarr")
 
 
 def make_zarr(path, X: np.ndarray, rows_per_chunk: int):
@@ -34,7 +33,7 @@ def test_zarr_input_tiled_equals_dense(tmp_path, client):
 def test_dask_array_input_stays_on_workers(client):
     """Lazy in, lazy out: with the caller's client the result is a dask array whose data is still on
     the workers (chunked like the input) until the caller computes it."""
-    da = pytest.importorskip("dask.array")
+    import dask.array as da
     X = np.random.default_rng(2).random((200, 2))
     ref = cdfts_dask.cdf_ts(X, max_iter=2, method="dense")
     out = cdfts_dask.cdf_ts(da.from_array(X, chunks=(50, 2)), max_iter=2, method="tiled", client=client)
@@ -46,7 +45,7 @@ def test_dask_array_input_stays_on_workers(client):
 @pytest.mark.slow
 def test_dask_array_out_outlives_an_embedded_cluster():
     """Without a client the run's cluster closes at the end: the dask array returned holds the data."""
-    da = pytest.importorskip("dask.array")
+    import dask.array as da
     X = np.random.default_rng(4).random((150, 2))
     ref = cdfts_dask.cdf_ts(X, max_iter=2, method="dense")
     dense = cdfts_dask.cdf_ts(da.from_array(X, chunks=(40, 2)), max_iter=2, method="dense")
@@ -324,7 +323,7 @@ def test_cli_large_csv_with_label_read_by_the_workers(tmp_path, client, small_cs
 
 
 def test_estimator_reads_a_large_csv_chunk_wise(tmp_path, client, small_csv_threshold):
-    da = pytest.importorskip("dask.array")
+    import dask.array as da
     X = np.random.default_rng(11).random((300, 2))
     path = tmp_path / "big.csv"
     _write_csv(path, X, "a,b")

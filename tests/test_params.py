@@ -20,8 +20,35 @@ from cdfts_dask.params import DENSE_MAX_N, RunParams
 )
 def test_auto_method(kwargs, expected):
     assert RunParams(**kwargs).for_points(100).method == expected
+
+
+def test_auto_method_is_the_engine_above_dense_max_n_or_with_a_client():
+    assert RunParams().for_points(DENSE_MAX_N).method == "dense"
     assert RunParams().for_points(DENSE_MAX_N + 1).method == "tiled"
     assert RunParams().for_points(100, client="tcp://127.0.0.1:8786").method == "tiled"
+
+
+def test_every_entry_point_has_the_defaults_of_run_params():
+    """The defaults are written at each entry point (a signature, an argparse option): they must stay
+    those of RunParams, the one parameter model (found by a code-health review, 2026-11-25: delta=0.015
+    was written in 7 places and no test kept them equal)."""
+    import inspect
+    from dataclasses import fields
+
+    from cdfts_dask import CDFTS, cdf_ts, oracle
+    from cdfts_dask.cli import build_parser
+
+    model = {f.name: f.default for f in fields(RunParams)}
+    for entry in (cdf_ts, CDFTS.__init__, oracle.cdf_ts_dense):
+        signature = inspect.signature(entry).parameters
+        given = {name: signature[name].default for name in model if name in signature}
+        assert given == {name: model[name] for name in given}, entry
+        assert {"lam", "delta", "max_iter", "estimator", "k"} <= set(given), entry
+    cli = vars(build_parser().parse_args(["transform", "in.csv", "out.csv"]))
+    names = ("lam", "delta", "max_iter", "estimator", "k", "method", "tile_size", "dtype")
+    as_cli = {name: name for name in names} | {"n_workers": "workers"}
+    assert {name: cli[option] for name, option in as_cli.items()} == {name: model[name] for name in as_cli}
+    assert model["backend"] == ("cuda" if cli["gpu"] else "cpu")
 
 
 @pytest.mark.parametrize(

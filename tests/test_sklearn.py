@@ -79,7 +79,7 @@ def test_grid_search_with_a_scorer(small):
 
 
 def test_feature_names_and_set_output(small):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     X, _ = small
     frame = pd.DataFrame(X, columns=["width", "height"])
     est = CDFTS(lam=0.1, delta=0.01).set_output(transform="pandas")
@@ -95,7 +95,7 @@ def test_feature_names_and_set_output(small):
 
 @pytest.mark.parametrize("n_references", [None, 150])  # fit_transform: the run's result / a replay
 def test_dataframe_in_keeps_its_index_and_column_names_out(small, n_references):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     X, _ = small
     index = pd.Index([f"p{i}" for i in range(len(X))][::-1], name="point")  # not a RangeIndex
     frame = pd.DataFrame(X, columns=["width", "height"], index=index)

@@ -5,7 +5,7 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 
 * ``HOST``: whether the points live in host memory (then ``prepare`` runs on the client);
 * ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
-* ``panel_rows(n, workers)``: rows per panel task;
+* ``panel_rows(n, threads)``: rows per panel task, for the cluster's worker threads (GPUs: one each);
 * ``diameter_part(X, part, parts)``: largest float64 ``sq`` over this part's pairs;
 * ``count_panels(n, parts)``: the row ranges ``[a, b)`` of the count pass's tasks (equal work);
 * ``counts_part(X, a, b, T)``: the epsilon counts that rows [a, b) contribute, an
@@ -55,9 +55,9 @@ def to_host(X) -> np.ndarray:
     return np.asarray(X)
 
 
-def panel_rows(n: int, workers: int) -> int:
+def panel_rows(n: int, threads: int) -> int:
     """About four tasks per worker thread, each of 256 to 4096 rows (never more than n)."""
-    return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * workers)))))
+    return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * threads)))))
 
 
 def diameter_part(X, part: int, parts: int) -> float:

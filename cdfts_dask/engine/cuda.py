@@ -7,9 +7,10 @@ radius vectors, and the positions only when a checkpoint or the result asks
 for them (``to_host``).  With several GPUs, each iteration's new positions
 are assembled on one worker (the graph's ``finish`` task) and copied from
 there to every other worker that runs a panel: O(n d) bytes per worker and
-iteration, through host memory over dask-cuda's default TCP transport.  The k-th neighbour radius works in
-sub-panels of full rows of ``sq`` (at most :data:`KNN_PANEL_BYTES`), selected
-with the array module's ``partition``.
+iteration, through host memory over dask-cuda's default TCP transport.  The k-th neighbour radius is
+one kernel sweep keeping each row's k + 1 smallest ``sq`` for small k (as on the CPU), and for larger k
+works in sub-panels of full rows of ``sq`` (at most :data:`KNN_PANEL_BYTES`), selected with the array
+module's ``partition``.
 
 Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU needed) the
 array module is NumPy and the same kernels run on NumPy arrays: that is how
@@ -59,9 +60,10 @@ def to_host(X) -> np.ndarray:
     return X.get() if hasattr(X, "get") else np.asarray(X)
 
 
-def panel_rows(n: int, workers: int) -> int:
-    """One panel per GPU: a kernel launch over all its rows keeps every multiprocessor busy."""
-    return max(1, math.ceil(n / workers))
+def panel_rows(n: int, threads: int) -> int:
+    """One panel per GPU (a dask-cuda worker has one thread): a kernel launch over all its rows keeps
+    every multiprocessor busy."""
+    return max(1, math.ceil(n / threads))
 
 
 def diameter_part(X, part: int, parts: int) -> float:

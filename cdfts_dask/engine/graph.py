@@ -60,10 +60,10 @@ SCATTER_ATTEMPTS = 3
 DIAMETER_SINGLE_MAX_N = 4096
 
 
-def narrow(client, func, futures: list, fan_in: int = FAN_IN) -> list:
-    """Combine futures with ``func(*group)``, groups of ``fan_in`` in order, until ``fan_in`` remain."""
-    while len(futures) > fan_in:
-        futures = [client.submit(func, *futures[i : i + fan_in]) for i in range(0, len(futures), fan_in)]
+def narrow(client, func, futures: list) -> list:
+    """Combine futures with ``func(*group)``, groups of :data:`FAN_IN` in order, until ``FAN_IN`` remain."""
+    while len(futures) > FAN_IN:
+        futures = [client.submit(func, *futures[i : i + FAN_IN]) for i in range(0, len(futures), FAN_IN)]
     return futures
 
 

@@ -145,8 +145,8 @@ def neighbourhood_from_counts(counts, n: int, d: int, lam: float) -> tuple[np.nd
 #: (whose two terms nearly cancel when lam(z) is near 1: a k-NN radius reaching almost the diameter, an
 #: outlier's) that the working dtype's fast formula is trusted with: about ``4 a`` ulps of rho.  Beyond
 #: it every pair of that reference is decided in float64, in the oracle's order of operations
-#: (:func:`shift_plan`).  float64: 2^16 (rho within ~3e-11); float32: 4 (a few times the error of an
-#: ordinary reference, whose a is about 1).
+#: (:func:`shift_plan`).  float64: 2^16 (rho within about 4 a units of 2^-53, ~3e-11); float32: 4 (a
+#: few times the error of an ordinary reference, whose a is about 1).
 FAST_RHO_GAIN = {"float64": 2.0**16, "float32": 4.0}
 
 

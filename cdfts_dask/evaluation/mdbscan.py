@@ -103,18 +103,14 @@ def neighbour_counts(D: np.ndarray, eps: float) -> np.ndarray:
     return np.count_nonzero(D <= eps, axis=1)
 
 
-def dbscan_matrix(D, eps: float, minpts: int, nbr: np.ndarray | None = None) -> np.ndarray:
-    """``Mdbscan.m`` on the dissimilarity matrix D (row i = i's view): labels, -1 = noise.
-
-    ``nbr`` may hold a precomputed :func:`.dp.neighbour_order` of D (the same result).
-    """
+def dbscan_matrix(D, eps: float, minpts: int) -> np.ndarray:
+    """``Mdbscan.m`` on the dissimilarity matrix D (row i = i's view): labels, -1 = noise."""
     D = check_matrix(D)
     if not isinstance(minpts, (int, np.integer)) or minpts < 1:
         raise ValueError(f"minpts must be a positive integer, got {minpts!r}")
     if not eps >= 0:
         raise ValueError(f"eps must be >= 0, got {eps!r}")
-    nbr = neighbour_order(D) if nbr is None else nbr
-    return _mdbscan(nbr, neighbour_counts(D, eps), int(minpts))[0]
+    return _mdbscan(neighbour_order(D), neighbour_counts(D, eps), int(minpts))[0]
 
 
 def dbscan_matrix_counts(nbr: np.ndarray, counts: np.ndarray, minpts: int) -> tuple[np.ndarray, bool]:

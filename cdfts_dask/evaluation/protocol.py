@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..sampling import sampled_k
 from .baselines import iforest_scores, lof_scores
 from .datasets import DatasetSpec, halves, load_labelled, subsample
 from .dbscan import DBSCANSweep, sweeps
@@ -160,11 +161,11 @@ def search_clustering(
 
 
 def search_anomaly(
-    view: View, y: np.ndarray, grid: AnomalyGrid, algorithms: Iterable[str], ks: list[int] | None = None
+    view: View, y: np.ndarray, grid: AnomalyGrid, algorithms: Iterable[str]
 ) -> dict[str, Best]:
     """Best AUC and its parameters for each anomaly detector over the grid."""
     n = len(y)
-    ks = grid.ks(n) if ks is None else ks
+    ks = grid.ks(n)
     best: dict[str, Best | None] = {}
     for alg in algorithms:
         best[alg] = None
@@ -290,8 +291,8 @@ def run_task(task: Task, progress: Callable[[str], None] | None = None) -> list[
 def _train_test(task: Task, X: np.ndarray, y: np.ndarray, records: dict[str, dict]) -> None:
     tr, te = halves(y)
     if task.spec.task == "anomaly" and task.transform == "cdfts":
-        # the k-NN estimator's k scales with n: keep its fraction of the data
-        k_half = max(1, min(len(tr) - 1, round(task.tparam * len(tr) / len(y))))
+        # the k-NN estimator's k scales with n: keep its fraction of the data (as a sampled fit does)
+        k_half = sampled_k(int(task.tparam), len(tr), len(y))
         frac_task = Task(
             task.spec, task.transform, k_half, task.max_n, task.train_test, task.grids, task.n_points
         )

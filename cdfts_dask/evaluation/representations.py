@@ -44,8 +44,6 @@ def make_view(
     lam: float = 0.1,
     estimator: str = "epsilon",
     k: int | None = None,
-    cdfts_method: str = "dense",
-    client=None,
 ) -> View:
     """Build the ``transform`` view of raw points X (see the module docstring)."""
     if transform == "original":
@@ -64,8 +62,7 @@ def make_view(
             max_iter=100,
             estimator=estimator,
             k=k,
-            method=cdfts_method,
-            client=client,
+            method="dense",  # each view is one task on a worker: the oracle, in that worker
             return_info=True,
         )
         P = np.asarray(P)
