@@ -204,7 +204,8 @@ class FitSpec:
         feature_names = column_names(X) if feature_names is None else _checked_names(feature_names, d)
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         sampled = n_references is not None and n_references < n
-        if sampled and checkpoint is not None and not resume and not v.is_integer(random_state):
+        made = checkpoint is not None and paths.checkpoint_state(checkpoint) != "run"  # not resumed: made
+        if sampled and made and not v.is_integer(random_state):
             warnings.warn(
                 f"checkpoint {str(checkpoint)!r} of a sampled fit (n_references={n_references}) without an "
                 "integer random_state: the store will be a model (load, cdfts apply) but cannot be resumed, "

@@ -281,7 +281,7 @@ def run(
                 f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
                 "or choose another path"
             )
-        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp)  # verified; may fall back, or refuse
+        ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp, shape)  # verified; may fall back
         ckpt.reopen(params)  # "running" until this run finishes: a killed resume leaves no finished model
         done = ckpt.completed
         stop = ckpt.stored_stop(delta, max_iter)  # where this run would stop, if the store already holds it

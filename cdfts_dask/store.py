@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from .paths import STORE_FORMAT, checkpoint_state, lock_path, replaced_atomically
+from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically
 
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
 #: 3: the root's and every iteration's attributes carry the SHA-256 of the others (``attributes_digest``)
@@ -103,7 +103,8 @@ def _check_same_draw(path, stored: dict | None, this: dict | None) -> None:
     if this.get("random_state") is None:
         raise StoreMismatch(
             f"checkpoint {path!r} was made by a sampled fit without an integer random_state, so no later run "
-            "draws the same rows: pass an integer random_state to fit a store that can be resumed"
+            "draws the same rows: pass an integer random_state (--random-state) to fit a store that can be "
+            "resumed"
         )
 
 
@@ -159,7 +160,8 @@ def attributes_problem(attrs: dict, what: str) -> str | None:
 
 def check_root(attrs: dict, path) -> None:
     """Refuse (:class:`StoreMismatch`) a store of a format version this one cannot read, and
-    (:class:`StoreDamaged`) one whose root attributes fail their checksum (format_version >= 3)."""
+    (:class:`StoreDamaged`) one whose root attributes fail their checksum (format_version >= 3, or any
+    store that carries one: a version 3 store edited to say 2 is still checked)."""
     version = attrs.get("format_version")
     if attrs.get("format") != STORE_FORMAT or version not in READABLE_VERSIONS:
         raise StoreMismatch(
@@ -167,7 +169,9 @@ def check_root(attrs: dict, path) -> None:
             f"(format={attrs.get('format')!r}, format_version={version!r}); "
             "stores of earlier versions carry no checksums and cannot be verified: start a new one"
         )
-    problem = attributes_problem(attrs, "its root attributes") if version >= 3 else None
+    # a version 2 store has no checksum; one that carries one is checked whatever version it names
+    checked = version >= 3 or "attributes_digest" in attrs
+    problem = attributes_problem(attrs, "its root attributes") if checked else None
     if problem is not None:
         raise StoreDamaged(f"checkpoint {str(path)!r} is damaged: {problem}; remove it and start again")
 
@@ -215,8 +219,10 @@ class Checkpoint:
         rename it into place.
 
         ``path`` must be absent, an empty folder, or an empty group (:func:`paths.checkpoint_state`).
+        A symbolic link is followed: the store is made where it points (where :func:`lock_path` locks),
+        and the link stays.
         """
-        path = Path(path)
+        path = real(path)
         with replaced_atomically(path) as tmp:
             ckpt = cls(tmp)
             ckpt.update_root(
@@ -241,13 +247,13 @@ class Checkpoint:
         return checkpoint_state(path) == "run"
 
     @classmethod
-    def open_for_resume(cls, path, params: dict, fp: str) -> Checkpoint:
+    def open_for_resume(cls, path, params: dict, fp: str, shape: tuple[int, int]) -> Checkpoint:
         """Reopen and verify a store for resuming (one with a committed iteration: :meth:`exists`).
 
         Refuses (:class:`StoreMismatch`) a store of another format or made with
         other parameters or input, and (:class:`StoreDamaged`) one whose
-        iterations all fail verification.  Falls back, with a warning, to the
-        newest intact iteration when the last complete one is damaged.
+        iteration 0 fails verification.  Verifies every complete iteration and
+        falls back, with a warning, to the one before the first damaged one.
         """
         try:
             ckpt = cls(path)
@@ -259,7 +265,15 @@ class Checkpoint:
         if "sample" in stored:  # stores written before the draw was kept: the fingerprint decides
             _check_same_draw(path, stored["sample"], params.get("sample"))
         if attrs.get("fingerprint") != fp:
-            raise StoreMismatch(f"checkpoint {path!r} was made from other input data (fingerprint differs)")
+            stored_shape = tuple(attrs.get("shape") or ())
+            how = (
+                f"{' x '.join(map(str, stored_shape))} points there, {' x '.join(map(str, shape))} here"
+                if stored_shape != tuple(shape)
+                else "other values or row order"
+            )
+            raise StoreMismatch(
+                f"checkpoint {path!r} was made from other input data (fingerprint differs: {how})"
+            )
         for key in TRAJECTORY_PARAMS:
             if stored.get(key) != params.get(key):
                 of_sample = (
@@ -292,26 +306,31 @@ class Checkpoint:
         return verify_iteration(self.group, t)
 
     def restore_last_intact(self, done: int) -> None:
-        """Make the newest intact iteration <= ``done`` the last complete one; refuse if there is none."""
-        problems = []
-        for t in range(done, -1, -1):
+        """Make the last iteration t <= ``done`` such that iterations 0..t are all intact the last complete
+        one (a later one is then computed again, so the store stays a whole model); refuse if iteration 0
+        is not intact.  Every stored iteration is read back and verified, before any work."""
+        problem = None
+        for t in range(0, done + 1):
             problem = self.verify(t)
-            if problem is None:
+            if problem is not None:
                 break
-            problems.append(problem)
-        else:
+        if problem is None:
+            self.discard_incomplete()
+            return
+        if t == 0:
             raise StoreDamaged(
-                f"checkpoint {self.path!r} is damaged and holds no intact iteration "
-                f"({'; '.join(problems[:3])}); remove it and start again"
+                f"checkpoint {self.path!r} is damaged: {problem}, the normalised input every iteration "
+                "starts from; remove it and start again"
             )
-        if t < done:
-            warnings.warn(
-                f"checkpoint {self.path!r}: {problems[0]}; resuming from iteration {t}, the newest intact",
-                CheckpointWarning,
-                stacklevel=3,
-            )
-            deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
-            self.update_root({"completed": t, "deltas": deltas})
+        t -= 1
+        warnings.warn(
+            f"checkpoint {self.path!r}: {problem}; resuming from iteration {t}, the last before it (those "
+            "after it are computed again)",
+            CheckpointWarning,
+            stacklevel=3,
+        )
+        deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
+        self.update_root({"completed": t, "deltas": deltas})
         self.discard_incomplete()
 
     def stored_stop(self, delta: float, max_iter: int) -> int | None:
@@ -319,8 +338,8 @@ class Checkpoint:
 
         That is the first t with Delta_t <= delta, or ``max_iter``, whichever
         comes first; None when it lies beyond ``completed`` (the run goes
-        on).  An earlier iteration than ``completed`` is verified first, and
-        a :class:`CheckpointWarning` says that the later ones are not used.
+        on).  Every iteration up to ``completed`` was verified when the store was opened
+        (:meth:`open_for_resume`); a :class:`CheckpointWarning` says that the later ones are not used.
         """
         done, deltas = self.completed, self.deltas
         stop = next((t for t, d in enumerate(deltas[:done], start=1) if d <= delta), None)
@@ -328,9 +347,6 @@ class Checkpoint:
         if stop > done:
             return None
         if stop < done:
-            problem = self.verify(stop)
-            if problem is not None:
-                raise StoreDamaged(f"checkpoint {self.path!r}: {problem}; remove it and start again")
             why = f"max_iter={max_iter}" if stop == max_iter else f"Delta <= delta={delta} there"
             warnings.warn(
                 f"checkpoint {self.path!r} holds {done} iterations; this run stops at iteration {stop} "
@@ -451,7 +467,7 @@ def verify_iteration(group, t: int) -> str | None:
     except KeyError:
         return f"iteration {t} is missing"
     attrs = dict(grp.attrs)
-    if group.attrs.get("format_version", 0) >= 3:
+    if group.attrs.get("format_version", 0) >= 3 or "attributes_digest" in attrs:
         problem = attributes_problem(attrs, f"iteration {t}'s attributes")
         if problem is not None:
             return problem
@@ -548,9 +564,15 @@ class StoreLock:
     def acquire(self) -> StoreLock:
         import filelock
 
-        self.file.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
+        except PermissionError as exc:  # before any work: a run must write its store and its lock
+            raise PermissionError(
+                f"checkpoint {self.store!r}: cannot write its lock file {str(self.file)!r} ({exc.strerror}); "
+                "a run writes its checkpoint store and the lock beside it: choose a checkpoint in a writable "
+                "folder"
+            ) from None
         except filelock.Timeout:
             owner = self.owner()
             who = (

@@ -68,8 +68,12 @@ def test_existing_store_needs_resume_and_matching_run(tmp_path, points):
         cdf_ts(points, lam=0.3, max_iter=2, method="dense", checkpoint=store, resume=True)
     with pytest.raises(StoreMismatch, match="estimator"):
         cdf_ts(points, lam=0.2, estimator="knn", k=3, method="dense", checkpoint=store, resume=True)
-    with pytest.raises(StoreMismatch, match="other input"):
+    with pytest.raises(StoreMismatch, match=r"other input data \(fingerprint differs: other values or row"):
         cdf_ts(points + np.eye(120, 2), lam=0.2, method="dense", checkpoint=store, resume=True)
+    wider = np.hstack([points, points[:, :1]])  # found by a review of resume (2026-11-25): say what differs
+    with pytest.raises(StoreMismatch, match=r"other input data \(fingerprint differs: 120 x 2 points there, "
+                       r"120 x 3 here\)"):  # fmt: skip
+        cdf_ts(wider, lam=0.2, method="dense", checkpoint=store, resume=True)
 
 
 def test_resume_continues_to_more_iterations(tmp_path, points, client):
@@ -223,7 +227,7 @@ def test_completed_past_the_stored_iterations_falls_back(tmp_path, points):
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
     rewrite_attributes(zarr.open_group(str(store), mode="a"), completed=9)  # as an older version could
-    with pytest.warns(CheckpointWarning, match=r"iteration 9 is missing.*resuming from iteration 2"):
+    with pytest.warns(CheckpointWarning, match=r"iteration 3 is missing.*resuming from iteration 2"):
         Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
                          resume=True, return_info=True)  # fmt: skip
     assert info.resumed_from == 2
@@ -257,6 +261,50 @@ def test_an_edited_root_attribute_is_refused_on_resume(tmp_path, points, key, va
     zarr.open_group(str(store), mode="a").attrs[key] = value
     with pytest.raises(StoreDamaged, match=r"is damaged: its root attributes do not match their checksum"):
         cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
+
+
+def test_a_store_edited_to_say_format_version_2_is_still_checked(tmp_path, points):
+    """Regression (found by a review of resume, 2026-11-25): version 2 stores carry no attribute checksums,
+    so setting ``format_version`` to 2 beside an edit switched the root's check off: edited Deltas made a
+    resume stop at iteration 2 (0.40 from the uninterrupted run), exit 0.  A store that carries a checksum
+    is now checked whatever version it names, the root and each iteration."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    root = zarr.open_group(str(store), mode="a")
+    attrs = dict(root.attrs)
+    root.attrs.put({**attrs, "format_version": 2, "deltas": [attrs["deltas"][0], 1e-13, attrs["deltas"][2]]})
+    with pytest.raises(StoreDamaged, match=r"is damaged: its root attributes do not match their checksum"):
+        cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    v2 = {key: value for key, value in attrs.items() if key != "attributes_digest"}
+    root.attrs.put({**v2, "format_version": 2})  # the root as version 2 wrote it: no checksum
+    last = root["iterations/00003"]
+    last.attrs.put({**dict(last.attrs), "m": 0.5})  # its checksum kept: still checked
+    with pytest.warns(CheckpointWarning, match=r"iteration 3's attributes do not match their checksum.*"
+                      r"resuming from iteration 2"):  # fmt: skip
+        Y = cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=4, delta=1e-12).X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("target", ["absent", "empty folder"])
+def test_a_checkpoint_given_as_a_symbolic_link_is_made_where_it_points(tmp_path, points, target):
+    """Regression (found by a review of resume, 2026-11-25): a link to a store not made yet was replaced by
+    a store in the link's own folder (on a cluster: a local folder for a link to shared storage), while the
+    lock was taken where the link pointed, so a second run through the link was not locked out; a link to
+    an empty folder gave `[Errno 20] Not a directory`.  The store is now made where the link points."""
+    from cdfts_dask.paths import lock_path
+
+    (tmp_path / "shared").mkdir()
+    where = tmp_path / "shared" / "run.zarr"
+    if target == "empty folder":
+        where.mkdir()
+    link = tmp_path / "run.zarr"
+    link.symlink_to(where)
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=link)
+    assert link.is_symlink() and Checkpoint(where).completed == 2
+    assert lock_path(link) == lock_path(where)  # one lock for both spellings, beside the store
+    Y = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=link, resume=True)
+    assert Checkpoint(where).completed == 3 and link.is_symlink()
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
 
 
 class _Killed(BaseException):
@@ -306,13 +354,45 @@ def test_completed_not_an_integer_is_refused(tmp_path, points, value):
         cdf_ts(points, lam=0.2, max_iter=3, method="dense", checkpoint=store, resume=True)
 
 
-def test_store_with_no_intact_iteration_is_refused(tmp_path, points):
+def test_store_whose_iteration_0_is_damaged_is_refused(tmp_path, points):
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=1, delta=1e-12, method="dense", checkpoint=store)
-    for t in (0, 1):
-        _damage_chunk(store, t, "deleted")
-    with pytest.raises(StoreDamaged, match="holds no intact iteration"):
+    _damage_chunk(store, 0, "deleted")
+    with pytest.raises(StoreDamaged, match=r"is damaged: iterations/00000/X does not match .* the normalised "
+                       r"input every iteration starts from; remove it"):  # fmt: skip
         cdf_ts(points, lam=0.2, max_iter=3, method="dense", checkpoint=store, resume=True)
+
+
+def test_a_damaged_earlier_iteration_is_computed_again_before_any_work(tmp_path, points):
+    """Regression (found by a review of resume, 2026-11-25): a resume verified only the iteration it went
+    on from.  With iteration 1 of 3 damaged, the run went on from 3 and marked the store finished, a model
+    that ``load`` / ``cdfts apply`` then refused; a sampled fit (which loads its model at the end) failed
+    only after computing its new iterations, and again on every later resume; a resume stopping at a
+    damaged earlier iteration was refused ("remove it and start again") after rewriting the root.  Now
+    every stored iteration is verified first and the run goes on from the one before the first damaged."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    _damage_chunk(store, 1, "deleted")
+    with pytest.warns(CheckpointWarning, match=r"iterations/00001/X .*resuming from iteration 0"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.resumed_from == 0
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=4, delta=1e-12).X).max() <= 1e-9
+    assert load(store).n_iter == 4  # a whole model again
+
+    _damage_chunk(store, 3, "truncated")  # a resume that stops before the last stored iteration
+    with pytest.warns(CheckpointWarning, match=r"iterations/00003/X .*resuming from iteration 2"):
+        Y = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
+
+    sampled = tmp_path / "sampled.zarr"
+    draw = dict(lam=0.2, delta=1e-12, n_references=60, random_state=3, method="dense", checkpoint=sampled)
+    cdf_ts(points, max_iter=3, **draw)
+    _damage_chunk(sampled, 1, "deleted")
+    with pytest.warns(CheckpointWarning, match=r"iterations/00001/X .*resuming from iteration 0"):
+        Y = cdf_ts(points, max_iter=5, resume=True, **draw)
+    expected = cdf_ts(points, max_iter=5, **{**draw, "checkpoint": tmp_path / "fresh.zarr"})
+    assert np.abs(Y - expected).max() <= 1e-9
 
 
 def test_tiled_resume_verifies_too(tmp_path, points, client):

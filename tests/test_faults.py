@@ -317,6 +317,28 @@ def test_real_full_disk_cli(tiny_tmpfs, suffix):
 # -- two runs on the same store at once ----------------------------------------------------------
 
 
+def test_a_checkpoint_whose_lock_cannot_be_written_is_named(tmp_path, syn_X, monkeypatch, capsys):
+    """Regression (found by a review of resume, 2026-11-25): a checkpoint in a read-only folder was refused
+    (before any work) with only `[Errno 13] Permission denied: '.../k.zarr.lock'`.  The OS refusal is
+    simulated here: the tests run as root, whom permissions do not stop."""
+    import filelock
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", self.lock_file)
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", refused)
+    ckpt = tmp_path / "run.zarr"
+    message = r"checkpoint '.*run\.zarr': cannot write its lock file '.*\.lock' \(Permission denied\);"
+    with pytest.raises(PermissionError, match=message + " a run writes its checkpoint store and the lock"):
+        cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
+    np.save(tmp_path / "in.npy", syn_X[:50])
+    args = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--checkpoint", str(ckpt)]
+    code = cli_main([*args, "--quiet"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), lines
+    assert not ckpt.exists() and not (tmp_path / "o.npy").exists()
+
+
 @pytest.mark.slow
 def test_second_run_on_a_locked_store_is_refused(tmp_path, syn_X):
     ckpt = tmp_path / "run.zarr"

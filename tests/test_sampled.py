@@ -226,5 +226,7 @@ def test_a_sampled_resume_names_what_differs_from_the_stored_draw(syn, tmp_path)
     said = r"sampled fit \(n_references=80\) without an integer random_state: the store .* cannot be resumed"
     with pytest.warns(UserWarning, match=said):
         cdf_ts(X, max_iter=1, **dict(kw, random_state=None, checkpoint=unseeded))  # said when it is made
-    with pytest.raises(StoreMismatch, match="without an integer random_state"):
+    with pytest.raises(StoreMismatch, match=r"without an integer random_state.*\(--random-state\)"):
         cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))
+    with pytest.warns(UserWarning, match=said):  # resume=True on a store not made yet makes one: said too
+        cdf_ts(X, max_iter=1, resume=True, **dict(kw, random_state=None, checkpoint=tmp_path / "new.zarr"))
