@@ -25,7 +25,7 @@ def check_numeric_dtype(dtype, name: str = "X", kinds: str = "biuf") -> None:
     """Reject non-numeric dtypes (strings, objects, dates; NumPy's or pandas') before reading any values:
     those whose kind (NumPy's one-letter code) is not in ``kinds``."""
     kind = dtype.kind if hasattr(dtype, "kind") else np.dtype(dtype).kind
-    if kind not in kinds:
+    if kind not in kinds or str(dtype) == "category":  # pandas' categories: labels, whatever they hold
         raise TypeError(f"{name} must be numeric, got dtype {dtype}")
 
 
@@ -55,7 +55,14 @@ def check_points(X, name: str = "X", min_rows: int = 2) -> np.ndarray:
     check_numeric_input(X, name)
     try:
         arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an int beyond float64's range
+        missing = np.asarray(X.isna()) if hasattr(X, "isna") else np.zeros((0, 0), bool)  # pandas' NA
+        if missing.ndim == 2 and missing.any():
+            i, j = np.argwhere(missing)[0]
+            raise ValueError(
+                f"{name} contains missing values (first at row {i}, column {j}: {X.iloc[i, j]}): fill them "
+                "or drop their rows first"
+            ) from None
         raise TypeError(f"{name} must be a numeric array: {exc}") from None
     check_shape(arr.shape, name, min_rows)
     if not np.isfinite(arr).all():

@@ -104,7 +104,11 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             # dates and masked entries refused as by cdf_ts (scikit-learn reads them as numbers); complex and
             # object arrays are left to scikit-learn's own rules (its estimator checks ask for them)
             check_numeric_input(X, "X", kinds="biufcO")
-            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=2 if reset else 1)
+            try:
+                min_rows = 2 if reset else 1
+                return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=min_rows)
+            except OverflowError as exc:  # a Python int beyond float64's range
+                raise TypeError(f"X must be a numeric array: {exc}") from None
         header = csv_header(X) if is_large_csv(X) else None
         check_unique_names(header, X, "X")
         X = model.as_dask(X)  # a Zarr array or path is opened as a dask array: read chunk by chunk

@@ -54,7 +54,8 @@ class LazyInput:
         """Read everything into this process (used by the dense path only)."""
         from ._validation import check_points
 
-        return check_points(self.array.compute(), self.name)
+        checked = self.array.map_blocks(_check_block, self.name, dtype=np.float64)  # each block's shape
+        return check_points(checked.compute(), self.name)
 
     def to_worker(self, client):
         """Future of the validated float64 array, assembled on a worker; raises the worker's error here."""
@@ -70,12 +71,20 @@ class LazyInput:
 
 
 def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
-    """Cast one block to float64 and reject NaN / inf, naming the global row and column."""
+    """Cast one block to float64 and reject NaN / inf, naming the global row and column; and a block
+    whose shape is not the one its dask array declares (a ``from_delayed`` whose ``shape`` was wrong:
+    the kernels would index past the data)."""
     out = np.asarray(block, dtype=np.float64)
+    (r0, r1), (c0, c1) = block_info[0]["array-location"] if block_info else ((0, None), (0, None))
+    if block_info and out.shape != (r1 - r0, c1 - c0):
+        raise ValueError(
+            f"{name}: the block at rows {r0}:{r1}, columns {c0}:{c1} holds an array of shape {out.shape}, "
+            f"not the ({r1 - r0}, {c1 - c0}) its dask array declares (check the shape and chunks given to "
+            "da.from_delayed / da.from_array)"
+        )
     bad = ~np.isfinite(out)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        (r0, _), (c0, _) = block_info[0]["array-location"] if block_info else ((0, 0), (0, 0))
         raise ValueError(
             f"{name} contains NaN or inf (first at row {r0 + i}, column {c0 + j}: {out[i, j]})"
         )

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import ESTIMATORS, check_choice, check_points, is_integer
+from ._validation import ESTIMATORS, check_choice, check_numeric_dtype, check_points, is_integer
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
 from .row_lookup import NOT_FOUND, RowIndex
@@ -203,6 +203,7 @@ class CDFTSModel:
         Y is validated (numeric, finite, 2-D with the model's d columns).
         """
         check_backend(backend)
+        check_column_names(self, Y, "Y")
         Y = check_points(Y, "Y", min_rows=1)
         check_features(self, Y.shape, "Y")
         return _finite(self._replay(self.normalised(Y), backend), Y, self.dtype, "Y", 0)
@@ -389,8 +390,14 @@ def transform_dask(model: CDFTSModel, Y, name: str = "X", backend: str = "cpu"):
     more than its row chunk (and the model, copied to the device once per worker).
     """
     import dask
+    import dask.array as da
 
     check_backend(backend)
+    if not isinstance(Y, da.Array):
+        raise TypeError(
+            f"{name} must be a dask array (transform_numpy takes an in-memory one), got {type(Y).__name__}"
+        )
+    check_numeric_dtype(Y.dtype, name)
     check_features(model, Y.shape, name)
     Y = Y.rechunk({1: -1})
     shared = dask.delayed(model, name=f"cdfts-model-{uuid.uuid4().hex}")
@@ -408,6 +415,7 @@ def transform_numpy(
     import dask.array as da
 
     check_backend(backend)
+    check_column_names(model, Y, name)
     Y = check_points(Y, name, min_rows=1)
     check_features(model, Y.shape, name)
     if Y.shape[0] <= row_chunk:
@@ -424,6 +432,14 @@ def check_features(model: CDFTSModel, shape: tuple, name: str) -> None:
         raise ValueError(
             f"{name} has {shape[1]} features (columns), but the model was fitted on {model.n_features}"
         )
+
+
+def check_column_names(model: CDFTSModel, Y, name: str) -> None:
+    """A DataFrame Y whose columns are all named by text (scikit-learn's ``feature_names_in_`` rule) must
+    name the fit's columns in the fit's order (:func:`check_feature_names`); other inputs pass."""
+    columns = getattr(Y, "columns", None)
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        check_feature_names(model, list(columns), name)
 
 
 def check_feature_names(model: CDFTSModel, names, name: str) -> None:

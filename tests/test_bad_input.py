@@ -722,3 +722,84 @@ def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, caps
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cdfts_dask.cdf_ts(X, method="dense", max_iter=1)
+
+
+# -- found by an attack on the array inputs (2026-11-25) ---------------------------------------------------
+
+
+def _lying_dask_array(X: np.ndarray, rows: int):
+    """A dask array that declares X's shape but computes only its first ``rows`` rows."""
+    import dask
+    import dask.array as da
+
+    return da.from_delayed(dask.delayed(lambda: X[:rows])(), shape=X.shape, dtype=X.dtype)
+
+
+@pytest.mark.parametrize("method", ["dense", "tiled"])
+def test_a_dask_array_whose_block_is_not_its_declared_shape_is_refused(method, client):
+    """Regression: `da.from_delayed(..., shape=(40, 3))` around 39 rows was fitted as 40 points: the tiled
+    kernels read past the data (workers aborted with `double free or corruption` about one run in three,
+    once a hang; with a given client a result declared (40, 3) computed (39, 3)), the dense path failed
+    after the work, and `CDFTS.transform` returned 9 rows for 10.  Every block is now checked against
+    the shape its dask array declares, before any work on it."""
+    X = np.random.default_rng(0).random((40, 3))
+    message = r"X: the block at rows 0:40, columns 0:3 holds an array of shape \(39, 3\), not the \(40, 3\)"
+    engine = {"client": client, "tile_size": 16} if method == "tiled" else {}
+    with pytest.raises(ValueError, match=message):
+        cdfts_dask.cdf_ts(_lying_dask_array(X, 39), method=method, max_iter=1, **engine)
+    est = cdfts_dask.CDFTS(max_iter=1).fit(X)
+    with pytest.raises(ValueError, match=r"holds an array of shape \(9, 3\), not the \(10, 3\)"):
+        est.transform(_lying_dask_array(X[:10], 9)).compute()
+
+
+def test_the_model_functions_check_a_dataframes_column_names():
+    """Regression: `CDFTS.transform` and `cdfts apply` refused columns in another order, but the public
+    `model.transform_numpy` and `CDFTSModel.replay` replayed a DataFrame's columns in its own order:
+    0.52 off, without a word."""
+    from cdfts_dask import model
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    fitted = cdfts_dask.CDFTS(max_iter=2).fit(pd.DataFrame(X, columns=list("abc"))).model_
+    new = pd.DataFrame(X[:5] + 0.05, columns=list("abc"))
+    expected = model.transform_numpy(fitted, new.to_numpy())
+    assert np.array_equal(model.transform_numpy(fitted, new), expected)
+    reordered, renamed = new[["c", "b", "a"]], new.set_axis(["x", "y", "z"], axis=1)
+    for replay in (model.transform_numpy, lambda m, Y: m.replay(Y)):
+        for other in (reordered, renamed):
+            with pytest.raises(ValueError, match=r"has the columns \[.*\], but the model was fitted on \["):
+                replay(fitted, other)
+
+
+def test_model_transform_dask_refuses_what_is_not_a_numeric_dask_array():
+    """Regression: an ndarray gave `'numpy.ndarray' object has no attribute 'rechunk'`; a dask array of
+    numeric strings was parsed as numbers, one of other strings failed on a worker naming nothing."""
+    import dask.array as da
+
+    from cdfts_dask import model
+
+    fitted = cdfts_dask.CDFTS(max_iter=1).fit(np.random.default_rng(0).random((20, 3))).model_
+    with pytest.raises(TypeError, match=r"^X must be a dask array \(transform_numpy takes an in-memory"):
+        model.transform_dask(fitted, np.ones((4, 3)))
+    with pytest.raises(TypeError, match=r"^X must be numeric, got dtype <U1"):
+        model.transform_dask(fitted, da.from_array(np.array([["1", "2", "3"]])))
+
+
+def test_an_int_beyond_float64_and_a_pandas_na_are_named():
+    """Regression: `[[10**400, 1.0], ...]` raised a bare `OverflowError` (cdf_ts and CDFTS); `pd.NA` in a
+    nullable column was `float() argument must be ... not 'NAType'`, naming neither row nor column."""
+    huge = [[10**400, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    for fit in (cdfts_dask.cdf_ts, lambda X: cdfts_dask.CDFTS().fit(X)):
+        with pytest.raises(TypeError, match=r"^X must be a numeric array: int too large to convert to float"):
+            fit(huge)
+    frame = pd.DataFrame({"a": pd.array([1, None, 3], dtype="Int64"), "b": [1.0, 2.0, 3.5]})
+    with pytest.raises(ValueError, match=r"^X contains missing values \(first at row 1, column 0: <NA>\)"):
+        cdfts_dask.cdf_ts(frame)
+
+
+def test_the_estimator_refuses_a_categorical_column_as_cdf_ts_does():
+    """Regression: `CDFTS` let a pandas categorical column through (its dtype's kind is 'O', which the
+    estimator admits for scikit-learn's object arrays of numbers): labels "0", "1", "2" became points."""
+    frame = pd.DataFrame({"a": np.arange(10.0), "b": pd.Categorical([str(i % 3) for i in range(10)])})
+    for fit in (cdfts_dask.cdf_ts, lambda X: cdfts_dask.CDFTS().fit(X)):
+        with pytest.raises(TypeError, match=r"^X column 'b' must be numeric, got dtype category"):
+            fit(frame)
