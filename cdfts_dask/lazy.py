@@ -76,7 +76,8 @@ def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
     the kernels would index past the data)."""
     out = np.asarray(block, dtype=np.float64)
     (r0, r1), (c0, c1) = block_info[0]["array-location"] if block_info else ((0, None), (0, None))
-    if block_info and out.shape != (r1 - r0, c1 - c0):
+    known = block_info and not any(math.isnan(v) for v in (r0, r1, c0, c1))  # not for unknown chunk sizes
+    if known and out.shape != (r1 - r0, c1 - c0):
         raise ValueError(
             f"{name}: the block at rows {r0}:{r1}, columns {c0}:{c1} holds an array of shape {out.shape}, "
             f"not the ({r1 - r0}, {c1 - c0}) its dask array declares (check the shape and chunks given to "

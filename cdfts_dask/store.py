@@ -330,7 +330,8 @@ class Checkpoint:
             stacklevel=3,
         )
         deltas = [float(self.iteration_attrs(s)["delta"]) for s in range(1, t + 1)]
-        self.update_root({"completed": t, "deltas": deltas})
+        # "running" in the same write: killed before the resume reopens it, the store reads as unfinished
+        self.update_root({"completed": t, "deltas": deltas, "status": "running"})
         self.discard_incomplete()
 
     def stored_stop(self, delta: float, max_iter: int) -> int | None:
@@ -460,7 +461,9 @@ def jsonable(value):
 
 def verify_iteration(group, t: int) -> str | None:
     """None if iteration t's arrays in the run ``group`` match the digests stored at commit, else what
-    is wrong (missing iteration, no checksums, an unreadable chunk, a changed or missing chunk)."""
+    is wrong (missing iteration, no checksums, an unreadable chunk, a changed or missing chunk).  A read
+    that fails in the storage (``OSError``, ``MemoryError``) says nothing of the data: it is raised, as
+    an ``OSError``, so that no caller takes the iteration for damaged (and a resume deletes nothing)."""
     key = iteration_key(t)
     try:
         grp = group[key]
@@ -478,6 +481,11 @@ def verify_iteration(group, t: int) -> str | None:
     for name, expected in digests.items():
         try:
             got = stored_digest(grp[name])
+        except (OSError, MemoryError) as exc:  # the storage or this machine failed, not the data
+            raise OSError(
+                f"{key}/{name} could not be read ({type(exc).__name__}: {str(exc)[:200]}); the store is "
+                "left as it is: try again when the storage answers"
+            ) from exc
         except Exception as exc:  # a truncated or garbled chunk fails to decode
             return f"{key}/{name} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
         if got != expected:

@@ -752,6 +752,23 @@ def test_a_dask_array_whose_block_is_not_its_declared_shape_is_refused(method, c
         est.transform(_lying_dask_array(X[:10], 9)).compute()
 
 
+def test_model_transform_dask_of_unknown_chunk_sizes_still_runs():
+    """Regression (found by a review of the block check, 2026-11-25): the shape check compared each block
+    with its declared place, NaN for a dask array of unknown chunk sizes (after boolean indexing), and so
+    refused every such array that ``model.transform_dask`` had transformed (rows are independent there)."""
+    import dask.array as da
+
+    from cdfts_dask import model
+
+    P = np.random.default_rng(2).random((60, 2))
+    fitted = cdfts_dask.CDFTS(max_iter=2).fit(P).model_
+    X = da.from_array(P, chunks=(15, 2))
+    unknown = X[X[:, 0] > 0.3]
+    assert np.isnan(unknown.shape[0])
+    expected = model.transform_numpy(fitted, P[P[:, 0] > 0.3])
+    np.testing.assert_allclose(model.transform_dask(fitted, unknown).compute(), expected, rtol=0, atol=1e-12)
+
+
 def test_the_model_functions_check_a_dataframes_column_names():
     """Regression: `CDFTS.transform` and `cdfts apply` refused columns in another order, but the public
     `model.transform_numpy` and `CDFTSModel.replay` replayed a DataFrame's columns in its own order:

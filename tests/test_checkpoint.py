@@ -263,6 +263,57 @@ def test_an_edited_root_attribute_is_refused_on_resume(tmp_path, points, key, va
         cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
 
 
+def test_a_read_that_fails_in_the_storage_deletes_nothing(tmp_path, points, monkeypatch):
+    """Regression (found by a review of the new fallback, 2026-11-25): an ``OSError`` while reading an early
+    iteration (EIO, a stale NFS handle) was taken for damage: the resume went back to the iteration before
+    it and deleted every later, intact iteration.  Now it is raised, and the store is left as it was."""
+    from cdfts_dask import store as store_module
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store)
+    before = sorted(p.name for p in (store / "iterations").iterdir())
+    real = store_module.stored_digest
+    failures = {"left": 1}
+
+    def flaky(arr):
+        if failures["left"] and arr.path.startswith("iterations/00001"):
+            failures["left"] -= 1
+            raise OSError(5, "Input/output error")
+        return real(arr)
+
+    monkeypatch.setattr(store_module, "stored_digest", flaky)
+    read_error = r"iterations/00001/X could not be read \(OSError: \[Errno 5\] Input/output error\); the"
+    with pytest.raises(OSError, match=read_error + " store is left as it is"):
+        cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert sorted(p.name for p in (store / "iterations").iterdir()) == before
+    assert Checkpoint(store).completed == 5 and load(store).n_iter == 5  # still the finished model
+    Y = cdf_ts(points, lam=0.2, max_iter=6, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=6, delta=1e-12).X).max() <= 1e-9
+
+
+def test_a_run_killed_in_the_fallback_leaves_a_store_that_resumes(tmp_path, points, monkeypatch):
+    """Regression (same review): the fallback wrote ``completed`` but kept ``status`` and
+    ``result_iteration`` until the resume reopened the store, so a run killed in between left a finished
+    store that ``load`` called damaged ("remove the store and start again").  Now it reads as unfinished
+    (resume it), and a resume finishes it."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store)
+    _damage_chunk(store, 2, "deleted")
+
+    def killed(self):
+        raise _Killed
+
+    monkeypatch.setattr(Checkpoint, "discard_incomplete", killed)
+    with pytest.warns(CheckpointWarning, match="resuming from iteration 1"), pytest.raises(_Killed):
+        cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=r"not complete \(status='running', 1 iteration\(s\) done\); resume"):
+        load(store)
+    Y = cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=4, delta=1e-12).X).max() <= 1e-9
+    assert load(store).n_iter == 4
+
+
 def test_a_store_edited_to_say_format_version_2_is_still_checked(tmp_path, points):
     """Regression (found by a review of resume, 2026-11-25): version 2 stores carry no attribute checksums,
     so setting ``format_version`` to 2 beside an edit switched the root's check off: edited Deltas made a
