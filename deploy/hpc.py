@@ -35,7 +35,8 @@ import sys
 from pathlib import Path
 
 from cdfts_dask._validation import check_duration
-from cdfts_dask.cli import HelpFormatter, OneLineErrorParser, build_parser, run_command
+from cdfts_dask.cli import build_parser, run_command
+from cdfts_dask.cli.options import HelpFormatter, OneLineErrorParser
 from cdfts_dask.inputs import _check_readable as check_readable
 from cdfts_dask.log import logger, verbosity
 from cdfts_dask.outputs import check_writable, output_format

@@ -5,38 +5,21 @@ which adds its parser and sets ``func`` to a handler ``func(args) -> int``.
 User errors (``ValueError``, ``TypeError``, ``OSError``) print one line on
 stderr and exit with status 2; there is never a traceback for bad input.
 Warnings (a resume that fell back to an earlier iteration) print one line
-``cdfts: warning: ...``.
+``cdfts: warning: ...``.  What the sub-commands share (the help formatter, the
+cluster options) is in :mod:`cdfts_dask.cli.options`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import logging
 import sys
 import warnings
 
+from .options import OneLineErrorParser
+
 #: modules under cdfts_dask.cli providing sub-commands, in --help order
 SUBCOMMANDS = ["transform", "apply", "evaluate", "plot", "bench"]
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends "(default: X)" to an option's help once: not for None / False / [] defaults (an unset
-    option, a flag, a repeatable option) and not where the help text already states its default."""
-
-    def _get_help_string(self, action) -> str:
-        text = action.help or ""
-        if action.default is None or action.default is False or action.default == [] or "default" in text:
-            return text
-        return super()._get_help_string(action)
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr (exit status 2), no usage dump."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,25 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
-
-
-@contextlib.contextmanager
-def dask_quiet():
-    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
-    the duration, in this process and in an embedded cluster: they would come before the CLI's
-    one-line error."""
-    import dask
-
-    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
-    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
-            yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -110,28 +74,3 @@ def run_command(args, prog: str | None = None) -> int:
     except (ValueError, TypeError, OSError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-
-
-def check_cluster_arguments(args) -> None:
-    """Refuse ``--workers`` below 1 by its option name, before any input is read (the API's message
-    names ``n_workers``)."""
-    from .._validation import check_positive_int
-
-    check_positive_int(args.workers, "--workers")
-
-
-def add_cluster_arguments(p) -> None:
-    """``--scheduler ADDRESS`` or ``--workers N`` (not both: the workers of a running scheduler are its
-    own), shared by ``transform``, ``apply`` and ``evaluate``."""
-    cluster = p.add_mutually_exclusive_group()
-    cluster.add_argument(
-        "--scheduler",
-        default=None,
-        help="address of an existing Dask scheduler, e.g. tcp://host:8786 (host:8786 is tcp, as for Dask)",
-    )
-    cluster.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="number of local worker processes of the embedded cluster (default: the cores, at most 4)",
-    )

@@ -11,7 +11,7 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..paths import check_run_paths
-from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
+from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 from .transform import add_label_arguments, check_no_label_column, large_csv_input
 
 

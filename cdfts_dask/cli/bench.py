@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import bench
-from . import HelpFormatter
+from .options import HelpFormatter
 
 
 def _ints(text: str) -> list[int]:

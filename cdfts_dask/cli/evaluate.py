@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ..paths import replaced_atomically
-from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
+from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:

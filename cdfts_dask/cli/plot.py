@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import HelpFormatter
+from .options import HelpFormatter
 
 
 def register(sub) -> None:

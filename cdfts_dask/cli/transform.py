@@ -14,7 +14,7 @@ from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N
 from ..paths import check_run_paths
-from . import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
+from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
 def register(sub) -> None:

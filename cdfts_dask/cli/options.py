@@ -1,0 +1,70 @@
+"""What the ``cdfts`` sub-commands share: the help formatter, the one-line usage errors, the cluster
+options (``--scheduler`` / ``--workers``) and the silencing of Dask's own log records."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends "(default: X)" to an option's help once: not for None / False / [] defaults (an unset
+    option, a flag, a repeatable option) and not where the help text already states its default."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default == [] or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2), no usage dump."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+@contextlib.contextmanager
+def dask_quiet():
+    """Dask's own log records (``distributed.scheduler - ERROR ...``, ``Compute Failed``) dropped for
+    the duration, in this process and in an embedded cluster: they would come before the CLI's
+    one-line error."""
+    import dask
+
+    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
+    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        with dask.config.set({"cdfts.embedded-cluster.silence-logs": logging.CRITICAL}):
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def check_cluster_arguments(args) -> None:
+    """Refuse ``--workers`` below 1 by its option name, before any input is read (the API's message
+    names ``n_workers``)."""
+    from .._validation import check_positive_int
+
+    check_positive_int(args.workers, "--workers")
+
+
+def add_cluster_arguments(p) -> None:
+    """``--scheduler ADDRESS`` or ``--workers N`` (not both: the workers of a running scheduler are its
+    own), shared by ``transform``, ``apply`` and ``evaluate``."""
+    cluster = p.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler",
+        default=None,
+        help="address of an existing Dask scheduler, e.g. tcp://host:8786 (host:8786 is tcp, as for Dask)",
+    )
+    cluster.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="number of local worker processes of the embedded cluster (default: the cores, at most 4)",
+    )
