@@ -273,7 +273,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
         if p.backend == "cpu":
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
-            tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, device=p.backend)
+            tiled = runner.TiledMethod(c, p.tile_size, dtype=p.dtype, backend=p.backend)
             # NumPy points are scattered once normalised (TiledMethod.normalise); workers read lazy input
             handle = fit.points if fit.lazy is None else fit.lazy.to_worker(c)
             result = runner.run(tiled, handle, **args)

@@ -149,17 +149,17 @@ def engine_iteration(
     k: int | None,
     repeat: int = 3,
     tile_size: int | None = None,
-    device: str = "cpu",
+    backend: str = "cpu",
 ) -> tuple[float, float, float, float, float, float, float]:
     """``(s_iter, reference s, shift s, worker CPU s summed, largest worker CPU s, peak MiB, cores)``.
 
     Measured on a fresh local cluster (``dask_cuda.LocalCUDACluster``, one
-    worker per GPU, for ``device="cuda"``); the best of ``repeat`` iterations."""
+    worker per GPU, for ``backend="cuda"``); the best of ``repeat`` iterations."""
     from distributed import Client
 
     n, d = X.shape
-    with local_cluster(workers, gpu=device == "cuda") as cluster, Client(cluster) as c:
-        eng = TiledEngine(c, tile_size, dtype=dtype, device=device)
+    with local_cluster(workers, gpu=backend == "cuda") as cluster, Client(cluster) as c:
+        eng = TiledEngine(c, tile_size, dtype=dtype, backend=backend)
         small = X[: min(n, 500)]  # warm-up: numba cache loading, worker imports
         eng.step(eng.prepare(eng.put(small)), len(small), d, lam, estimator, k).X.result()
         Xf = eng.prepare(eng.put(X))
@@ -191,11 +191,11 @@ def run(
     oracle_max: int = 10000,
     tile_size: int | None = None,
     report=None,
-    device: str = "cpu",
+    backend: str = "cpu",
 ) -> tuple[list[Row], float | None]:
     """Measure every (n, dtype, workers); return the rows and the host's float64 GEMM rate (flop/s), which
-    only CPU rows are compared with (None for ``device="cuda"``: a host GEMM says nothing of a GPU)."""
-    gemm = gemm_flops() if device == "cpu" else None
+    only CPU rows are compared with (None for ``backend="cuda"``: a host GEMM says nothing of a GPU)."""
+    gemm = gemm_flops() if backend == "cpu" else None
     rows: list[Row] = []
     for n in sizes:
         X = data(n, d)
@@ -205,7 +205,7 @@ def run(
             one_worker = None
             for w in workers:
                 s, ref, shift, cpu, cpu_max, peak, cores = engine_iteration(
-                    X, w, dtype, lam, estimator, kk, repeat, tile_size, device
+                    X, w, dtype, lam, estimator, kk, repeat, tile_size, backend
                 )
                 pairs = float(n) * n
                 row = Row(

@@ -119,9 +119,9 @@ def _normalise_on_worker(X):
 class TiledMethod:
     """The Dask engine; arrays stay on the workers (on their device) as futures."""
 
-    def __init__(self, client, tile_size=None, dtype: str = "float64", device: str = "cpu"):
+    def __init__(self, client, tile_size=None, dtype: str = "float64", backend: str = "cpu"):
         self.client = client
-        self.engine = TiledEngine(client, tile_size, dtype=dtype, device=device)
+        self.engine = TiledEngine(client, tile_size, dtype=dtype, backend=backend)
         self.to_host = self.engine.tasks.to_host
         self._ready = None  # the last step's positions: already in the device's form
 

@@ -86,8 +86,8 @@ def test_bench_kernel_profile_and_the_column_legend(capsys):
 
 def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
     """A GPU row's flop rate over the host CPU's GEMM rate would be a meaningless ratio: ``bench.run`` for
-    ``device="cuda"`` neither measures the GEMM nor fills ``x_gemm``; CPU rows do both."""
-    def fake_iteration(X, workers, dtype, lam, estimator, k, repeat, tile_size, device):
+    ``backend="cuda"`` neither measures the GEMM nor fills ``x_gemm``; CPU rows do both."""
+    def fake_iteration(X, workers, dtype, lam, estimator, k, repeat, tile_size, backend):
         return 0.5, 0.2, 0.3, 1.0, 0.5, 100.0, 1.0  # s_iter, ref, shift, cpu, cpu_max, peak MiB, cores
 
     def no_gemm(*args, **kwargs):
@@ -95,12 +95,12 @@ def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
 
     monkeypatch.setattr(bench, "engine_iteration", fake_iteration)
     monkeypatch.setattr(bench, "gemm_flops", no_gemm)
-    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cuda")
+    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, backend="cuda")
     assert gemm is None and rows[0].x_gemm is None
     assert "-" in bench.format_row(rows[0]).split()
 
     monkeypatch.setattr(bench, "gemm_flops", lambda: 1e9)
-    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, device="cpu")
+    rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, backend="cpu")
     assert bench.flops_per_pair(3) == 4 * 3 + 3  # the module docstring's count: 4 d + 3 flops per pair
     assert gemm == 1e9 and rows[0].x_gemm == pytest.approx(rows[0].pps * 15 / 1e9, rel=1e-12)
 
@@ -123,7 +123,7 @@ def test_the_benchmarks_take_their_cluster_from_the_loopback_factory(monkeypatch
 
     monkeypatch.setattr(bench, "local_cluster", factory)
     with pytest.raises(_ClusterAsked):
-        bench.engine_iteration(bench.data(20, 2), 2, "float64", 0.1, "epsilon", None, device=device)
+        bench.engine_iteration(bench.data(20, 2), 2, "float64", 0.1, "epsilon", None, backend=device)
     with pytest.raises(_ClusterAsked):
         bench.user_call(n=20, d=2, workers=1)
     assert asked == [(2, device == "cuda"), (1, False)]

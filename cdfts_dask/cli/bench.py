@@ -143,7 +143,7 @@ def run(args) -> int:
         args.sizes, d=args.dims, dtypes=dtypes, workers=tuple(args.workers), lam=args.lam,
         estimator=args.estimator, k=args.k, repeat=args.repeat, oracle_max=args.oracle_max,
         tile_size=args.tile_size, report=lambda row: print(bench.format_row(row), flush=True),
-        device="cuda" if args.gpu else "cpu",
+        backend="cuda" if args.gpu else "cpu",
     )  # fmt: skip
     if gemm:
         print(

@@ -118,12 +118,11 @@ class TiledEngine:
     panel task (default: the device's choice from n and the worker count).
     """
 
-    def __init__(self, client, tile_size: int | None = None, dtype: str = "float64", device: str = "cpu"):
+    def __init__(self, client, tile_size: int | None = None, dtype: str = "float64", backend: str = "cpu"):
         self.client = client
         self.tile_size = tile_size
         self.dtype = dtype
-        self.device = device
-        self.tasks = device_module(device)
+        self.tasks = device_module(backend)
 
     def put(self, X: np.ndarray):
         """Future of the NumPy points X on every worker.

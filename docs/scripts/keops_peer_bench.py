@@ -84,7 +84,7 @@ def main() -> None:
         keops_step(Xp[:300], a.lam)  # KeOps compiles its reductions once per dtype and d
         keops = min(timed_cpu(lambda Xp=Xp: keops_step(Xp, a.lam)) for _ in range(a.repeat))
         engine = bench.engine_iteration(
-            X, a.workers, a.dtype, a.lam, "epsilon", None, a.repeat, device=a.device
+            X, a.workers, a.dtype, a.lam, "epsilon", None, a.repeat, backend=a.device
         )
         errors = ["-", "-"]
         if n <= a.check_max:
