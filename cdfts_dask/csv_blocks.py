@@ -63,7 +63,7 @@ def is_large_csv(X) -> bool:
     return Path(X).stat().st_size >= CSV_ON_WORKERS_BYTES
 
 
-def _read_block(path: str, offset: int, length: int) -> bytes:
+def _read_csv_bytes(path: str, offset: int, length: int) -> bytes:
     """The lines of a file after the first line break at or after ``offset`` (from the start for 0) through
     the first at or after ``offset + length`` (on a worker): consecutive blocks hold every line once, and
     a block inside one long line is empty.  ``path`` is a local file, opened as it is."""
@@ -74,7 +74,7 @@ def _read_block(path: str, offset: int, length: int) -> bytes:
 
 
 def _block_tasks(path: str) -> list:
-    """Delayed :func:`_read_block` of the file, in file order: ``size // CSV_BLOCK_BYTES`` equal parts
+    """Delayed :func:`_read_csv_bytes` of the file, in file order: ``size // CSV_BLOCK_BYTES`` equal parts
     (at least one), so a block holds :data:`CSV_BLOCK_BYTES` to twice that (as ``dask.bytes.read_bytes``)."""
     import dask
 
@@ -82,7 +82,7 @@ def _block_tasks(path: str) -> list:
     count = max(1, size // CSV_BLOCK_BYTES)
     offsets = [size * i // count for i in range(count + 1)]
     # not pure: the file is read when the task runs, so equal arguments need not mean equal bytes
-    read = dask.delayed(_read_block, pure=False)
+    read = dask.delayed(_read_csv_bytes, pure=False)
     return [read(path, start, end - start) for start, end in pairwise(offsets)]
 
 

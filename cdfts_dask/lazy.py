@@ -92,7 +92,7 @@ def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:
     return out
 
 
-def _read_block(path: str, name: str, block_info=None) -> np.ndarray:
+def _read_zarr_chunk(path: str, name: str, block_info=None) -> np.ndarray:
     """One stored chunk of a Zarr array, read on a worker; a damaged chunk is named in the error."""
     import zarr
 
@@ -118,7 +118,7 @@ def lazy_input(X, name: str = "X", min_rows: int = 2) -> LazyInput | None:
         check_numeric_dtype(node.dtype, name)
         check_shape(tuple(node.shape), name, min_rows)
         blocks = da.map_blocks(
-            _read_block, str(path), name, chunks=da.core.normalize_chunks(node.chunks, node.shape),
+            _read_zarr_chunk, str(path), name, chunks=da.core.normalize_chunks(node.chunks, node.shape),
             dtype=node.dtype, name=f"cdfts-read-{uuid.uuid4().hex}",
         )  # fmt: skip
         return LazyInput(blocks, name)
