@@ -188,6 +188,24 @@ def test_missing_gpu_dependency_names_both_gpu_extras(monkeypatch, capsys):
     assert "pip install '.[gpu]' in the cdfts-dask checkout ('.[gpu-cu13]' for CUDA 13)" in err[0]
 
 
+def test_a_missing_core_dependency_is_not_sent_to_an_extra(capsys):
+    """Regression (found by a review of the dependencies, 2026-11-25): any missing module but CuPy and
+    dask-cuda was said to need the 'eval' extra, e.g. fsspec, which every install must have."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.cli import run_command
+
+    def missing(args):
+        raise ModuleNotFoundError("No module named 'fsspec'", name="fsspec")
+
+    assert run_command(SimpleNamespace(command="transform", func=missing)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "cdfts transform: error: the package 'fsspec' is missing: install cdfts-dask again (pip install . "
+        "in the checkout)"
+    ], err
+
+
 def test_package_that_cannot_work_here_is_one_line_exit_2(capsys):
     """An ImportError raised on purpose (numba-cuda on NumPy 2.5) reaches the user as its own message."""
     from types import SimpleNamespace

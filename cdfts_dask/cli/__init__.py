@@ -56,7 +56,12 @@ def run_command(args, prog: str | None = None) -> int:
             warnings.showwarning = _one_line_warning  # restored on exit
             return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:  # an optional dependency of this sub-command
-        gpu = exc.name in ("cupy", "dask_cuda")
+        root = (exc.name or "").split(".")[0]
+        gpu = root in ("cupy", "dask_cuda", "numba_cuda") or (exc.name or "").startswith("numba.cuda")
+        if not gpu and root not in ("scipy", "matplotlib"):  # a dependency of every command: broken
+            print(f"{prog}: error: the package {exc.name!r} is missing: install cdfts-dask again "
+                  "(pip install . in the checkout)", file=sys.stderr)  # fmt: skip
+            return 2
         extra = "gpu" if gpu else "eval"
         print(
             f"{prog}: error: needs the optional package {exc.name!r}; "
