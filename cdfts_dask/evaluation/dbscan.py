@@ -98,7 +98,7 @@ class DBSCANSweep:
     def labels(self, eps: float) -> np.ndarray:
         n = self.n
         m = int(np.searchsorted(self.edge_w, eps, side="right"))
-        graph = sparse.csr_matrix((np.ones(m), (self.edge_u[:m], self.edge_v[:m])), shape=(n, n))
+        graph = sparse.csr_array((np.ones(m), (self.edge_u[:m], self.edge_v[:m])), shape=(n, n))
         _, comp = connected_components(graph, directed=False)
         is_core = self.core <= eps
         labels = np.full(n, -1, dtype=np.int64)

@@ -55,7 +55,7 @@ from .dp import neighbour_order
 from .mdbscan import check_matrix
 
 
-def knn_graph(D: np.ndarray, k: int, nbr: np.ndarray) -> sparse.csr_matrix:
+def knn_graph(D: np.ndarray, k: int, nbr: np.ndarray) -> sparse.csr_array:
     """``kNNGraph.m``: the symmetric k-NN graph weighted by the last writer's distance (no zero weights)."""
     n = D.shape[0]
     k = min(k, n - 1)
@@ -71,12 +71,12 @@ def knn_graph(D: np.ndarray, k: int, nbr: np.ndarray) -> sparse.csr_matrix:
     a, b, w = lo[sel], hi[sel], weight[sel]
     keep = (w != 0) & (a != b)
     a, b, w = a[keep], b[keep], w[keep]
-    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+    W = sparse.csr_array((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(n, n))
     W.sort_indices()
     return W
 
 
-def local_gap_density(W: sparse.csr_matrix) -> np.ndarray:
+def local_gap_density(W: sparse.csr_array) -> np.ndarray:
     """``DetectPionts.m``: ``LD(i) / max(0, max LD over i's neighbours)`` (NaN / inf as MATLAB gives)."""
     n = W.shape[0]
     deg = np.diff(W.indptr)
@@ -92,7 +92,7 @@ def local_gap_density(W: sparse.csr_matrix) -> np.ndarray:
         return ld / nb_max
 
 
-def cut_graph(W: sparse.csr_matrix, core: np.ndarray) -> sparse.csr_matrix:
+def cut_graph(W: sparse.csr_array, core: np.ndarray) -> sparse.csr_array:
     """``TheNewGraph.m``: the core-point graph after each core point cuts its long edges."""
     rows = np.repeat(np.arange(W.shape[0]), np.diff(W.indptr))
     cols, w = W.indices, W.data
@@ -101,11 +101,11 @@ def cut_graph(W: sparse.csr_matrix, core: np.ndarray) -> sparse.csr_matrix:
     np.minimum.at(cut, rows[to_border], w[to_border])
     kept = core[rows] & core[cols] & (w < cut[rows])  # the row's own decision
     kept_rows, kept_cols = rows[kept], cols[kept]
-    G = sparse.csr_matrix((np.ones(kept_rows.size), (kept_rows, kept_cols)), shape=W.shape)
+    G = sparse.csr_array((np.ones(kept_rows.size), (kept_rows, kept_cols)), shape=W.shape)
     return G + G.T  # an edge survives when either end keeps it
 
 
-def subclusters(G: sparse.csr_matrix, core: np.ndarray, c: int) -> np.ndarray | None:
+def subclusters(G: sparse.csr_array, core: np.ndarray, c: int) -> np.ndarray | None:
     """``Net_Branches`` + ``LabelSubclusters``: labels 1..c on the c largest core components, 0 elsewhere;
     None when there are fewer than c components."""
     n = G.shape[0]
@@ -126,7 +126,7 @@ def subclusters(G: sparse.csr_matrix, core: np.ndarray, c: int) -> np.ndarray | 
     return labels
 
 
-def assign(labels: np.ndarray, W: sparse.csr_matrix, g: np.ndarray, D: np.ndarray) -> np.ndarray:
+def assign(labels: np.ndarray, W: sparse.csr_array, g: np.ndarray, D: np.ndarray) -> np.ndarray:
     """``AssignUnlabeledPoints`` + ``SuccessivePoint``: label every point with label 0."""
     n = len(labels)
     rows = np.repeat(np.arange(n), np.diff(W.indptr))
