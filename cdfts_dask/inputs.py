@@ -84,13 +84,19 @@ def open_zarr_array(path, name: str = "input"):
         raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
     if not isinstance(node, zarr.Array):
         raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
-    warn_unstored_chunks(node, str(path), name)
+    check_zarr_chunks(node, str(path), name)
     return node
 
 
-def warn_unstored_chunks(node, where: str | None = None, name: str = "input") -> None:
-    """Warn when some of a Zarr array's chunks (shards, for a sharded array) are not in its store
-    (``where``: the path it was opened by, else its store's).
+#: the most chunks (shards, for a sharded array) a Zarr input may have: one task each, and counting the
+#: stored ones lists them all (a few bytes of metadata declaring 1e10 chunks would exhaust memory)
+MAX_ZARR_CHUNKS = 10**6
+
+
+def check_zarr_chunks(node, where: str | None = None, name: str = "input") -> None:
+    """Refuse a Zarr array of more than :data:`MAX_ZARR_CHUNKS` chunks, and warn when some of its chunks
+    (shards, for a sharded array) are not in its store (``where``: the path it was opened by, else its
+    store's).
 
     Zarr reads a chunk that is not stored as the array's fill value.  That is
     how it saves space (by default a chunk holding nothing but the fill value
@@ -101,11 +107,16 @@ def warn_unstored_chunks(node, where: str | None = None, name: str = "input") ->
     """
     pieces = node.chunks if node.shards is None else node.shards
     expected = math.prod(math.ceil(n / c) for n, c in zip(node.shape, pieces, strict=True))
+    where = str(node.store_path) if where is None else where
+    unit = "chunks" if node.shards is None else "shards"
+    if expected > MAX_ZARR_CHUNKS:
+        raise ValueError(
+            f"{name}: the Zarr array {where!r} has {expected} {unit} (shape {tuple(node.shape)} in {unit} of "
+            f"{tuple(pieces)}), more than {MAX_ZARR_CHUNKS}: rechunk it to larger {unit} (each is a task)"
+        )
     per_piece = math.prod(s // c for s, c in zip(pieces, node.chunks, strict=True))
     stored = node.nchunks_initialized // per_piece
     if stored < expected:
-        where = str(node.store_path) if where is None else where
-        unit = "chunks" if node.shards is None else "shards"
         warnings.warn(
             f"{name}: {expected - stored} of {expected} {unit} of the Zarr array {where!r} are not stored, "
             f"so they read as its fill value {node.fill_value} (Zarr does not write a chunk that holds "
@@ -158,6 +169,6 @@ def load_points(X, name: str = "X") -> np.ndarray:
     elif hasattr(X, "dask") and hasattr(X, "compute"):
         X = X.compute()
     elif type(X).__module__.startswith("zarr"):
-        warn_unstored_chunks(X, name=name)
+        check_zarr_chunks(X, name=name)
         X = X[...]
     return check_points(X, name)

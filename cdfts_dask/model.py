@@ -481,11 +481,11 @@ def as_dask(Y, name: str = "X"):
     path of :data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES` or more (its blocks' lines counted)."""
     import dask.array as da
 
-    from .inputs import warn_unstored_chunks
+    from .inputs import check_zarr_chunks
     from .lazy import lazy_input
 
     if type(Y).__module__.startswith("zarr"):
-        warn_unstored_chunks(Y, name=name)
+        check_zarr_chunks(Y, name=name)
         return da.from_zarr(Y)
     lazy = lazy_input(Y, name, min_rows=1)
     if lazy is None:

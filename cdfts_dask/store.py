@@ -358,14 +358,23 @@ class Checkpoint:
         return stop
 
     def discard_incomplete(self) -> None:
-        """Delete iterations written after the last complete one (a run killed mid-write)."""
+        """Delete iterations written after the last complete one (a run killed mid-write): only folders
+        named as iterations are (``00007``), and never through a symbolic link, which could lead out of
+        the store (refused: :class:`StoreDamaged`)."""
         done = self.completed
         if "iterations" not in self.group:
             return
+        folder = Path(self.path) / "iterations"
         its = self.group["iterations"]
-        for name in list(its.group_keys()):
-            if int(name) > done:
-                del its[name]
+        later = [name for name in its.group_keys() if name.isdigit() and name.isascii() and int(name) > done]
+        for link in [folder, *(folder / name for name in later)]:
+            if link.is_symlink():
+                raise StoreDamaged(
+                    f"checkpoint {self.path!r}: {str(link)!r} is a symbolic link; a store's own folders are "
+                    "never links (deleting through it could delete outside the store): remove the store"
+                )
+        for name in later:
+            del its[name]
 
     # -- iterations ------------------------------------------------------------
     @property
@@ -478,9 +487,17 @@ def verify_iteration(group, t: int) -> str | None:
     stats = statistics_name(dict(group.attrs.get("params") or {}).get("estimator"))
     if not isinstance(digests, dict) or "X" not in digests or (t >= 1 and stats not in digests):
         return f"iteration {t} has no checksums"
+    points = group.attrs.get("shape")  # the run's (n, d), under the root's checksum
     for name, expected in digests.items():
         try:
-            got = stored_digest(grp[name])
+            arr = grp[name]
+        except KeyError:
+            return f"{key}/{name} is missing"
+        want = None if points is None else tuple(points) if name == "X" else tuple(points[:1])
+        if want is not None and tuple(arr.shape) != want:  # before reading: the shape bounds the work
+            return f"{key}/{name} has the shape {tuple(arr.shape)}, not the run's {want}"
+        try:
+            got = stored_digest(arr)
         except (OSError, MemoryError) as exc:  # the storage or this machine failed, not the data
             raise OSError(
                 f"{key}/{name} could not be read ({type(exc).__name__}: {str(exc)[:200]}); the store is "
@@ -494,7 +511,7 @@ def verify_iteration(group, t: int) -> str | None:
 
 
 #: outputs store every chunk, even one of nothing but the fill value (Zarr's default leaves those out):
-#: read back, a missing chunk then always means a lost one (see ``inputs.warn_unstored_chunks``)
+#: read back, a missing chunk then always means a lost one (see ``inputs.check_zarr_chunks``)
 EVERY_CHUNK = {"write_empty_chunks": True}
 
 
@@ -582,32 +599,49 @@ class StoreLock:
                 "folder"
             ) from None
         except filelock.Timeout:
-            owner = self.owner()
-            who = (
-                f"pid {owner.get('pid')} on host {owner.get('host')!r} since {owner.get('since')}"
-                if owner
-                else "owner unknown"
-            )
-            raise StoreLocked(
-                f"checkpoint {self.store!r} is in use by another run ({who}); wait for it to finish "
-                f"(lock file {str(self.file)!r})"
+            self._refuse_as_locked()
+        except OSError as exc:  # e.g. a symbolic link where the lock file goes (filelock never follows one)
+            raise OSError(
+                f"checkpoint {self.store!r}: cannot open its lock file {str(self.file)!r} ({exc.strerror}); "
+                "it must be a plain file (or absent) beside the store"
             ) from None
         self._write_owner()
         return self
+
+    def _refuse_as_locked(self):
+        owner = self.owner()
+        who = (
+            f"pid {owner.get('pid')} on host {owner.get('host')!r} since {owner.get('since')}"
+            if owner
+            else "owner unknown"
+        )
+        raise StoreLocked(
+            f"checkpoint {self.store!r} is in use by another run ({who}); wait for it to finish "
+            f"(lock file {str(self.file)!r})"
+        ) from None
 
     def _write_owner(self) -> None:
         import socket
         import time
 
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        with open(self.file, "r+") as fh:
+        self._rewrite(json.dumps(info))
+
+    def _rewrite(self, text: str) -> None:
+        """Replace the lock file's content, never through a symbolic link: one swapped in for the file
+        (by anyone who may rename in its folder) would have this run truncate the file it points to.
+        The owner record only informs a refusal message, so a file that cannot be opened so is left."""
+        try:
+            fd = os.open(self.file, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            return
+        with os.fdopen(fd, "r+") as fh:
             fh.truncate()
-            json.dump(info, fh)
+            fh.write(text)
 
     def release(self) -> None:
         if self._lock.is_locked:
-            with open(self.file, "r+") as fh:  # still ours: clear the owner before letting go
-                fh.truncate()
+            self._rewrite("")  # still ours: clear the owner before letting go
             self._lock.release()
 
     def __enter__(self) -> StoreLock:

@@ -968,3 +968,91 @@ def test_ctrl_c_is_exit_130_and_one_line(tmp_path, engine):
     lines = [line for line in err.strip().splitlines() if not line.startswith("cdfts: ")]  # info lines
     assert proc.returncode == 130 and lines == ["cdfts transform: interrupted"], err
     assert not out.exists() and leftovers(tmp_path) == []
+
+
+# -- found by a security review (2026-11-25) -----------------------------------------------------------------
+
+
+def test_the_lock_file_swapped_for_a_link_is_never_written_through(tmp_path):
+    """Regression: the owner record was written and cleared by reopening `<store>.lock` by name, following
+    a symbolic link swapped in for it during the run (by anyone who may rename in that folder): the run's
+    end truncated the file the link pointed to (a victim's 0600 file went from 24 bytes to 0)."""
+    victim = tmp_path / "precious.txt"
+    victim.write_text("not the run's to touch\n")
+    lock = store.StoreLock(tmp_path / "run.zarr")
+    with lock:
+        lock.file.unlink()
+        lock.file.symlink_to(victim)
+    assert victim.read_text() == "not the run's to touch\n"
+
+
+def test_a_lock_file_that_is_a_link_is_one_line(tmp_path, syn_X, capsys):
+    """Regression: a symbolic link planted where the lock goes was refused (filelock never follows one)
+    with only `[Errno 40] Too many levels of symbolic links: '.../run.zarr.lock'`."""
+    (tmp_path / "run.zarr.lock").symlink_to(tmp_path / "elsewhere")
+    np.save(tmp_path / "in.npy", syn_X[:40])
+    args = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy")]
+    assert cli_main([*args, "--checkpoint", str(tmp_path / "run.zarr"), "--quiet"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    said = r"cannot open its lock file '.*run\.zarr\.lock' \(.*\); it must be a plain file \(or absent\)"
+    assert len(lines) == 1 and re.search(said, lines[0]), lines
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "o.npy").exists()
+
+
+def test_a_zarr_input_of_too_many_chunks_is_refused_before_listing_them(tmp_path, syn_X):
+    """Regression: an 8 KB Zarr array declaring shape (1e10, 2) in chunks of one row made the missing-chunk
+    count list 1e10 chunk keys: memory exhausted (a raw `MemoryError`), before any check."""
+    from cdfts_dask.inputs import MAX_ZARR_CHUNKS
+
+    huge = tmp_path / "huge.zarr"
+    zarr.create_array(str(huge), shape=(10**10, 2), dtype="f8", chunks=(1, 2))  # metadata only
+    message = rf"has {10**10} chunks \(shape \({10**10}, 2\) in chunks of \(1, 2\)\), more than "
+    message += f"{MAX_ZARR_CHUNKS}:"
+    tic = time.monotonic()
+    with pytest.raises(ValueError, match=message):
+        cdfts_dask.cdf_ts(str(huge))
+    est = cdfts_dask.CDFTS(max_iter=1).fit(syn_X[:30])
+    with pytest.raises(ValueError, match=message):
+        est.transform(str(huge))
+    assert time.monotonic() - tic < 30
+
+
+def test_a_model_store_whose_array_shape_was_edited_is_refused_before_reading_it(tmp_path, syn_X):
+    """Regression: an iteration array whose metadata was edited to 1e9 rows (its chunks gone) was read one
+    chunk-row at a time to its checksum: `cdfts apply` ran at full CPU for as long as one let it.  Each
+    array's shape is now checked against the run's (the root's, under its checksum) before it is read."""
+    import json
+
+    ckpt = tmp_path / "run.zarr"
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=2, method="dense", checkpoint=ckpt)
+    meta = ckpt / "iterations" / "00000" / "X" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["shape"] = [10**9, 2]
+    doc["chunk_grid"]["configuration"]["chunk_shape"] = [1, 2]
+    meta.write_text(json.dumps(doc))
+    for chunk in (ckpt / "iterations" / "00000" / "X" / "c").rglob("*"):
+        if chunk.is_file():
+            chunk.unlink()
+    tic = time.monotonic()
+    from cdfts_dask.model import load
+
+    with pytest.raises(ValueError, match=r"iterations/00000/X has the shape \(1000000000, 2\), not the"):
+        load(ckpt)
+    assert time.monotonic() - tic < 30
+
+
+def test_discarding_iterations_never_deletes_through_a_link(tmp_path, syn_X):
+    """Regression: a store whose `iterations` folder was a symbolic link had a resume delete, through it,
+    the groups it took for iterations beyond the last complete one: another store's iterations."""
+    import shutil
+
+    ckpt = tmp_path / "run.zarr"
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=2, method="dense", checkpoint=ckpt)
+    other = tmp_path / "other-iterations"
+    shutil.copytree(ckpt / "iterations", other)
+    shutil.copytree(other / "00002", other / "00099")  # "beyond the last complete one" seen through the link
+    shutil.rmtree(ckpt / "iterations")
+    (ckpt / "iterations").symlink_to(other)
+    with pytest.raises(store.StoreDamaged, match=r"iterations' is a symbolic link; a store's own folders"):
+        cdfts_dask.cdf_ts(syn_X[:50], max_iter=3, method="dense", checkpoint=ckpt, resume=True)
+    assert (other / "00099" / "zarr.json").exists()
