@@ -22,6 +22,11 @@ Networking: the scheduler runs here and the workers in the jobs. The default
 ``--interface lo`` keeps everything on 127.0.0.1, which works when the jobs
 run on this machine (a single-node SLURM); when they run on other nodes, give
 the cluster network's interface (``ib0``, ``eth0``) or ``--scheduler-host``.
+A scheduler on any other address than loopback speaks TLS (``--tls auto``,
+the default): Dask's plain TCP is unauthenticated, and anyone who could reach
+it could run code as you.  dask-jobqueue makes a temporary self-signed
+certificate for the run and writes the workers' copy to ``--tls-dir`` (default:
+the current directory), which the jobs must see; it is removed at the end.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ def make_cluster(
     account: str | None = None,
     interface: str | None = None,
     scheduler_host: str | None = None,
+    tls: str = "auto",
+    tls_dir: str | None = None,
     **overrides,
 ):
     """A ``SLURMCluster`` or ``PBSCluster`` whose jobs each run one single-threaded Dask worker.
@@ -80,10 +87,14 @@ def make_cluster(
     when no ``scheduler_host`` is given; ``""``: Dask's choice) (and, when the
     scheduler is on loopback, their dashboards on 127.0.0.1); ``overrides`` go
     to dask-jobqueue as they are (``scheduler_options`` and
-    ``worker_extra_args`` entries are merged).
+    ``worker_extra_args`` entries are merged).  ``tls``: ``"on"`` (a temporary self-signed certificate,
+    its workers' copy written to ``tls_dir``, a folder the jobs share), ``"off"`` (plain TCP), or
+    ``"auto"``: on unless the scheduler listens on loopback.
     """
     if system not in ("slurm", "pbs"):
         raise ValueError(f"system must be 'slurm' or 'pbs', got {system!r}")
+    if tls not in ("auto", "on", "off"):
+        raise ValueError(f"--tls must be auto, on or off, got {tls!r}")
     import dask
     import dask_jobqueue
 
@@ -104,6 +115,8 @@ def make_cluster(
         "worker_extra_args": worker_args,
         **overrides,
     }
+    if tls == "on" or (tls == "auto" and not (host is not None and _is_loopback(host))):
+        kwargs |= {"security": True, "shared_temp_directory": str(Path(tls_dir or ".").resolve())}
     cluster_class = dask_jobqueue.SLURMCluster if system == "slurm" else dask_jobqueue.PBSCluster
     # The scheduler runs in this process. Its active memory manager would drop the input's replicas that
     # the client broadcast to every worker (ReduceReplicas), leaving one copy, so a lost job would more
@@ -139,6 +152,21 @@ def build_hpc_parser() -> argparse.ArgumentParser:
         "--scheduler-host", default=None, help="address the scheduler listens on (default: --interface's)"
     )
     p.add_argument(
+        "--tls",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="TLS between the scheduler, the workers and this client, with a temporary self-signed "
+        "certificate: auto is on unless the scheduler listens on loopback (plain TCP lets anyone who "
+        "reaches the scheduler run code as you)",
+    )
+    p.add_argument(
+        "--tls-dir",
+        default=None,
+        metavar="DIR",
+        help="folder the jobs share, where the workers' temporary certificate is written (default: the "
+        "current directory)",
+    )
+    p.add_argument(
         "--python", default=sys.executable, help="Python interpreter with cdfts-dask installed, on the nodes"
     )
     p.add_argument(
@@ -167,6 +195,8 @@ def _cluster(options):
         options.account,
         interface=options.interface,
         scheduler_host=options.scheduler_host,
+        tls=options.tls,
+        tls_dir=options.tls_dir,
         memory=options.memory,
         walltime=options.walltime,
         python=options.python,
@@ -180,13 +210,15 @@ def run(options, transform, args) -> int:
     check_readable(Path(args.input), "input")
     output_format(args.output)
     check_writable(args.output)
-    with _cluster(options) as cluster:
+    from distributed import Client
+
+    with _cluster(options) as cluster, Client(cluster.scheduler_address, security=cluster.security) as client:
         cluster.scale(jobs=options.jobs)
-        args.scheduler = cluster.scheduler_address
+        args.scheduler = client
         with verbosity(not args.quiet):
             logger.info(
                 "hpc.py: scheduler %s; %d %s job(s) submitted, waiting for their workers",
-                args.scheduler, options.jobs, options.system,
+                cluster.scheduler_address, options.jobs, options.system,
             )  # fmt: skip
         # All of them before the run starts: the input array is replicated to every worker present when
         # it starts, so that losing one job later leaves a copy to recompute the lost tasks from.

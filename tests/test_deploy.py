@@ -397,6 +397,7 @@ def test_hpc_wait_stops_when_the_jobs_workers_do_not_all_come(hpc, monkeypatch, 
         def __init__(self, options):
             self.cluster = LocalCluster(n_workers=0, processes=False, dashboard_address=":0")  # any free port
             self.scheduler_address = self.cluster.scheduler_address
+            self.security = self.cluster.security  # plain TCP
             self.wait_for_workers = self.cluster.wait_for_workers
 
         def __enter__(self):

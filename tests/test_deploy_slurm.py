@@ -218,6 +218,27 @@ def test_hpc_slurm_two_jobs_equals_embedded_run(slurm, points, tmp_path):
     assert not any(p.suffix == ".tmp" or ".tmp" in p.name for p in tmp_path.iterdir())
 
 
+def test_hpc_slurm_over_tls_equals_embedded_run(slurm, points, tmp_path):
+    """Regression (found by a security review, 2026-11-25): off loopback the recipe's scheduler spoke
+    plain TCP on the cluster network, where anyone who reaches it can run code as the user.  Off
+    loopback TLS is now the default (``--tls auto``); here ``--tls on`` takes that path on loopback: a
+    temporary certificate, its workers' copy in ``--tls-dir``, every comm ``tls://``."""
+    folder, _, reference = points
+    out = tmp_path / "out.npy"
+    certificates = tmp_path / "certs"
+    certificates.mkdir()
+    tls = ["--tls", "on", "--tls-dir", str(certificates)]
+    proc = hpc(slurm, tmp_path, str(folder / "in.npy"), str(out), *tls, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=RUN_LIMIT)
+    assert proc.returncode == 0, f"{err}\n{slurm.logs()}"
+    np.testing.assert_allclose(np.load(out), reference, rtol=0, atol=1e-9)
+    logs = worker_logs(tmp_path)
+    assert len(logs) == 2, logs
+    for log in logs:
+        assert "Registered to:" in log and "tls://127.0.0.1:" in log and "tcp://" not in log, log
+    assert list(certificates.iterdir()) == []  # the workers' copy of the key is gone with the run
+
+
 def _listening_not_loopback(pids: set[int]) -> list:
     import psutil
 
