@@ -38,8 +38,7 @@ def check_scheduler(address: str, security=None) -> None:
             raise ValueError(f"unknown scheme {scheme!r}; known: {sorted(set(backends) - {'inproc'})}")
         if scheme == "inproc":
             raise ValueError("inproc:// names a scheduler inside this very process, not one to connect to")
-        if scheme in ("tcp", "tls"):
-            parse_host_port(location)
+        host_port = parse_host_port(location) if scheme in ("tcp", "tls") else None
     except (ValueError, TypeError) as exc:
         raise ValueError(f"client: not a usable Dask scheduler address {address!r}: {exc}") from None
     from distributed.security import Security
@@ -48,7 +47,8 @@ def check_scheduler(address: str, security=None) -> None:
     connection_args = security.get_connection_args("client")
 
     async def handshake():
-        comm = await connect(address, timeout=timeout, **connection_args)
+        # connect's own limit lies beyond ours: the one timeout that ends a wait is wait_for's below
+        comm = await connect(address, timeout=2 * timeout, **connection_args)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
@@ -60,16 +60,11 @@ def check_scheduler(address: str, security=None) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # own event loop, even inside a running one
         try:
-            try:
-                reply = pool.submit(asyncio.run, bounded()).result()
-            except OSError as exc:  # distributed's connect gives up at the same timeout, in its own words
-                if not str(exc).startswith("Timed out trying to connect"):
-                    raise
-                raise TimeoutError from None
+            reply = pool.submit(asyncio.run, bounded()).result()
         except TimeoutError:
             raise ValueError(
                 f"client: the scheduler at {address!r} did not answer within {timeout:g} s"
-                f"{_why_unreachable(scheme, location)} (set DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to "
+                f"{_why_unreachable(host_port)} (set DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to "
                 "wait longer)"
             ) from None
         except MemoryError:  # the reply's first bytes, read as Dask's frame lengths, asked for exabytes
@@ -86,17 +81,15 @@ def check_scheduler(address: str, security=None) -> None:
         raise ValueError(f"client: {address!r} answered, but not as a Dask scheduler: {str(reply)[:200]}")
 
 
-def _why_unreachable(scheme: str, location: str) -> str:
-    """What one plain TCP connection to ``location`` meets (Dask retries a refused or unresolved address
-    until its timeout, as a scheduler may still be starting): ``" (connection refused: ...)"``,
-    ``" (host not found: ...)"``, or ``""`` when it connects or the scheme is not TCP."""
+def _why_unreachable(host_port: tuple[str, int] | None) -> str:
+    """What one plain TCP connection to ``(host, port)`` meets (Dask retries a refused or unresolved
+    address until its timeout, as a scheduler may still be starting): ``" (connection refused: ...)"``,
+    ``" (host not found: ...)"``, or ``""`` when it connects or the address is not TCP (None)."""
     import socket
 
-    from distributed.comm.addressing import parse_host_port
-
-    if scheme not in ("tcp", "tls"):
+    if host_port is None:
         return ""
-    host, port = parse_host_port(location)
+    host, port = host_port
     try:
         socket.create_connection((host or "localhost", port), timeout=2).close()
     except socket.gaierror as exc:

@@ -148,20 +148,21 @@ def with_attributes_digest(attrs: dict) -> dict:
     return {**plain, "attributes_digest": attributes_digest(plain)}  # a stale digest in attrs is replaced
 
 
-def attributes_problem(attrs: dict, what: str) -> str | None:
-    """None if a node's attributes match their stored digest (or the store predates them), else what is
-    wrong, naming ``what`` (``"its attributes"``, ``"iteration 3's attributes"``)."""
-    if attrs.get("attributes_digest") == attributes_digest(attrs):
-        return None
+def attributes_problem(attrs: dict, what: str, version) -> str | None:
+    """None if a node's attributes match their stored digest, else what is wrong, naming ``what``
+    (``"its attributes"``, ``"iteration 3's attributes"``).  A store of format ``version`` 2 carries
+    none; one that carries a digest is checked whatever version it names (a version 3 store edited to
+    say 2 is still checked)."""
     if "attributes_digest" not in attrs:
-        return f"{what} carry no checksum"
-    return f"{what} do not match their checksum (edited or damaged)"
+        return f"{what} carry no checksum" if isinstance(version, int) and version >= 3 else None
+    if attrs["attributes_digest"] != attributes_digest(attrs):
+        return f"{what} do not match their checksum (edited or damaged)"
+    return None
 
 
 def check_root(attrs: dict, path) -> None:
     """Refuse (:class:`StoreMismatch`) a store of a format version this one cannot read, and
-    (:class:`StoreDamaged`) one whose root attributes fail their checksum (format_version >= 3, or any
-    store that carries one: a version 3 store edited to say 2 is still checked)."""
+    (:class:`StoreDamaged`) one whose root attributes fail their checksum (:func:`attributes_problem`)."""
     version = attrs.get("format_version")
     if attrs.get("format") != STORE_FORMAT or version not in READABLE_VERSIONS:
         raise StoreMismatch(
@@ -169,9 +170,7 @@ def check_root(attrs: dict, path) -> None:
             f"(format={attrs.get('format')!r}, format_version={version!r}); "
             "stores of earlier versions carry no checksums and cannot be verified: start a new one"
         )
-    # a version 2 store has no checksum; one that carries one is checked whatever version it names
-    checked = version >= 3 or "attributes_digest" in attrs
-    problem = attributes_problem(attrs, "its root attributes") if checked else None
+    problem = attributes_problem(attrs, "its root attributes", version)
     if problem is not None:
         raise StoreDamaged(f"checkpoint {str(path)!r} is damaged: {problem}; remove it and start again")
 
@@ -478,16 +477,15 @@ def verify_iteration(group, t: int) -> str | None:
         grp = group[key]
     except KeyError:
         return f"iteration {t} is missing"
-    attrs = dict(grp.attrs)
-    if group.attrs.get("format_version", 0) >= 3 or "attributes_digest" in attrs:
-        problem = attributes_problem(attrs, f"iteration {t}'s attributes")
-        if problem is not None:
-            return problem
+    attrs, root = dict(grp.attrs), dict(group.attrs)
+    problem = attributes_problem(attrs, f"iteration {t}'s attributes", root.get("format_version"))
+    if problem is not None:
+        return problem
     digests = attrs.get("digests")
-    stats = statistics_name(dict(group.attrs.get("params") or {}).get("estimator"))
+    stats = statistics_name(dict(root.get("params") or {}).get("estimator"))
     if not isinstance(digests, dict) or "X" not in digests or (t >= 1 and stats not in digests):
         return f"iteration {t} has no checksums"
-    points = group.attrs.get("shape")  # the run's (n, d), under the root's checksum
+    points = root.get("shape")  # the run's (n, d), under the root's checksum
     for name, expected in digests.items():
         try:
             arr = grp[name]

@@ -104,7 +104,8 @@ def make_cluster(
     options = {} if host is None else {"host": host, "dashboard_address": f"{host}:{DASHBOARD_PORT}"}
     options.update(overrides.pop("scheduler_options", {}))
     worker_args = list(overrides.pop("worker_extra_args", []))
-    if host is not None and _is_loopback(host):  # the workers' dashboards too (dask's default: all)
+    on_loopback = host is not None and _is_loopback(host)
+    if on_loopback:  # the workers' dashboards too (dask's default: all)
         worker_args += ["--dashboard-address", "127.0.0.1:0"]
     kwargs = {
         **COMMON,
@@ -115,7 +116,7 @@ def make_cluster(
         "worker_extra_args": worker_args,
         **overrides,
     }
-    if tls == "on" or (tls == "auto" and not (host is not None and _is_loopback(host))):
+    if tls == "on" or (tls == "auto" and not on_loopback):
         kwargs |= {"security": True, "shared_temp_directory": str(Path(tls_dir or ".").resolve())}
     cluster_class = dask_jobqueue.SLURMCluster if system == "slurm" else dask_jobqueue.PBSCluster
     # The scheduler runs in this process. Its active memory manager would drop the input's replicas that
