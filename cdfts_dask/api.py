@@ -80,9 +80,10 @@ def cdf_ts(
     checkpoint : Zarr store path; every complete iteration is written there (a completed
         store is a model: :func:`cdfts_dask.model.load`, ``cdfts apply``)
     resume : continue the run stored at ``checkpoint`` (a new run starts if there is none)
-    output : path to write the result to: ``.zarr`` (written by a worker, returned opened
-        read-only: the handle reads the path, so a later write of the same path, by this or another
-        run, is what it then reads), ``.npy`` or ``.csv`` (written atomically here, the array returned)
+    output : path to write the result to: ``.zarr`` (written by the workers when the result is on
+        the cluster, else here; returned opened read-only: the handle reads the path, so a later
+        write of the same path, by this or another run, is what it then reads), ``.npy`` or ``.csv``
+        (written atomically here, the array returned)
     progress : ``True`` for a progress bar of each iteration's tasks (tqdm, on stderr; tiled engine),
         or a callable receiving an :class:`~cdfts_dask.runner.IterationReport` per iteration
     return_info : also return the :class:`~cdfts_dask.runner.RunResult` (Delta history)
@@ -124,14 +125,7 @@ def cdf_ts(
             out, result = fit_exact(fit, output=output)
         else:
             result = fit_sample(fit)
-            to_zarr = output is not None and output_format(output) == ".zarr"
-            out = transform_input(result.model, fit, output if to_zarr else None)
-            if output is not None and not to_zarr:  # a .npy / .csv: computed once, written, returned
-                dask_in = fit.lazy is not None and fit.lazy.is_dask
-                host = out.compute() if dask_in else out
-                write_table(output, host, header=fit.feature_names)
-                out = fit.lazy.like_input(host) if dask_in else host
-            result.X = out
+            out = result.X = transform_input(result.model, fit, output)
         return (out, result) if return_info else out
 
 
@@ -313,20 +307,20 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
 
 
 def transform_input(model_, fit: FitSpec, output=None):
-    """The fitted model applied to all of the fit's input: Zarr at ``output`` (chunk-wise on the
-    cluster), a lazy dask array for a dask array in, else NumPy."""
-    backend = fit.params.backend  # the fit's device replays it
-    if output is not None:
-        source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-        return model.transform_to_zarr(model_, source, output, fit.client, fit.params.n_workers, backend,
-                                       fit.security)  # fmt: skip
-    if fit.lazy is not None and fit.lazy.is_dask:
-        return model.transform_dask(model_, fit.lazy.array, backend=backend)
-    if fit.lazy is None and fit.client is None:
-        return model.transform_numpy(model_, fit.points, backend=backend)  # in this process
-    source = fit.lazy.array if fit.lazy is not None else da_from_numpy(fit.points)
-    with dask_client(fit.client, fit.params.n_workers, gpu=backend == "cuda", security=fit.security) as c:
-        return c.compute(model.transform_dask(model_, source, backend=backend)).result()
+    """The fitted model applied to all of the fit's input on the fit's device (:func:`model.apply`): a
+    dask array in gives a dask array (lazy unless ``output`` is written); NumPy is replayed in this
+    process without a ``client``, else, like a Zarr or large-CSV input, on the cluster."""
+    if fit.lazy is not None:
+        points = fit.lazy.array
+    elif fit.client is not None:
+        points = da_from_numpy(fit.points)  # replayed on the given cluster
+    else:
+        points = fit.points
+    return model.apply(
+        model_, points, output,
+        backend=fit.params.backend, client=fit.client, n_workers=fit.params.n_workers, security=fit.security,
+        lazy=fit.lazy is not None and fit.lazy.is_dask, header=fit.feature_names,
+    )  # fmt: skip
 
 
 def da_from_numpy(points: np.ndarray):

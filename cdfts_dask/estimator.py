@@ -15,7 +15,6 @@ from .csv_input import check_unique_names, warn_label_like_columns
 from .inputs import csv_header, is_path, read_table
 from .lazy import is_zarr_path
 from .log import verbosity
-from .outputs import output_format, write_table
 
 
 class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -163,31 +162,19 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         NumPy / array-like in: NumPy out.  Dask array, Zarr array, Zarr path
         or large CSV file in: a lazy dask array (one task per row chunk, the model shared).
-        ``output``, as in :func:`cdfts_dask.cdf_ts`: a ``.zarr`` path is written chunk by chunk
-        on ``client`` and returned opened read-only; a ``.npy`` / ``.csv`` path is written
-        atomically here and the result returned as without it.  Checked before any work: it
-        may be neither the input nor the fit's ``checkpoint`` store (the model), nor a folder
-        of other files.
+        ``output``, as in :func:`cdfts_dask.cdf_ts` (:func:`cdfts_dask.model.apply`): for a chunked
+        X, a ``.zarr`` path is written chunk by chunk on ``client`` and returned opened read-only;
+        any other output is written atomically here and the result returned as without it.
+        Checked before any work: it may be neither the input nor the fit's ``checkpoint`` store
+        (the model), nor a folder of other files.
         """
         check_is_fitted(self, "model_")
         _, output = api.checked_run_paths(X, None, output, model=self.checkpoint)
         X = self._validated(X, reset=False)
-        if output is not None and output_format(output) == ".zarr":
-            source = X if isinstance(X, da.Array) else api.da_from_numpy(X)
-            return model.transform_to_zarr(
-                self.model_, source, output, self.client, self.n_workers, self.backend, self.security
-            )
-        if not isinstance(X, da.Array):
-            Y = model.transform_numpy(self.model_, X, backend=self.backend)
-            if output is not None:
-                write_table(output, Y, header=self.model_.feature_names)
-            return Y
-        Y = model.transform_dask(self.model_, X, backend=self.backend)
-        if output is not None:  # computed once, written, returned chunked like the lazy result
-            host = Y.compute()
-            write_table(output, host, header=self.model_.feature_names)
-            Y = da.from_array(host, chunks=Y.chunks)
-        return Y
+        return model.apply(
+            self.model_, X, output, backend=self.backend, client=self.client, n_workers=self.n_workers,
+            security=self.security, lazy=True,
+        )
 
     def fit_transform(self, X, y=None):
         """``fit(X).transform(X)``; an exact fit already holds the result (a copy of ``embedding_``)."""

@@ -476,6 +476,53 @@ def transform_to_zarr(
     return zarr.open_array(str(output), mode="r")
 
 
+def apply(
+    model: CDFTSModel, X, output=None, *, backend: str = "cpu", client=None, n_workers: int | None = None,
+    security=None, lazy: bool = False, name: str = "X", header: list[str] | None = None, labels=None,
+    label_name: str = "label",
+):  # fmt: skip
+    """The model applied to X, and ``output`` written: the one path of a sampled ``cdf_ts``,
+    ``CDFTS.transform`` and ``cdfts apply``.  Where the work runs follows X's type:
+
+    * NumPy X: replayed in this process (:func:`transform_numpy`); an ``output`` is written here.
+    * dask X: a ``.zarr`` ``output`` (without ``labels``) is computed by the workers of ``client``
+      (``n_workers``, ``security``: as :func:`~cdfts_dask.dask_client.dask_client` reads them) straight
+      into the store, chunk by chunk, and returned opened read-only (:func:`transform_to_zarr`).
+      Otherwise, with ``lazy``, the lazy result (:func:`transform_dask`) is returned, or, for a ``.npy`` /
+      ``.csv`` / ``.zarr`` ``output``, computed once (the default scheduler, as a dask collection is),
+      written, and returned as a dask array chunked like X; without ``lazy`` it is computed on
+      ``client``'s workers and returned as NumPy.
+
+    Every ``output`` other than the workers' Zarr is written atomically by
+    :func:`~cdfts_dask.outputs.write_table`: ``labels`` (named ``label_name``) as a CSV's last column,
+    the columns named ``header`` (default: the fit's column names, when known).  The caller has
+    checked ``output`` against the input and the model (:func:`cdfts_dask.paths.check_run_paths`).
+    """
+    import dask.array as da
+
+    from .outputs import output_format, write_table
+
+    to_zarr = output is not None and output_format(output) == ".zarr"
+    if isinstance(X, da.Array) and to_zarr and labels is None:
+        return transform_to_zarr(model, X, output, client, n_workers, backend, security)
+    if not isinstance(X, da.Array):
+        Y = transform_numpy(model, X, name=name, backend=backend)
+    elif lazy:
+        Y = transform_dask(model, X, name, backend)
+        if output is None:
+            return Y
+        Y = Y.compute()
+    else:
+        from .dask_client import dask_client
+
+        with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
+            Y = c.compute(transform_dask(model, X, name, backend)).result()
+    if output is not None:
+        names = header if header is not None else model.feature_names
+        write_table(output, Y, labels, names, label_name)
+    return da.from_array(Y, chunks=X.chunks) if lazy and isinstance(X, da.Array) else Y
+
+
 def as_dask(Y, name: str = "X"):
     """A dask array of a dask array, a Zarr array, a Zarr path (metadata checked, nothing read) or a CSV
     path of :data:`~cdfts_dask.csv_blocks.CSV_ON_WORKERS_BYTES` or more (its blocks' lines counted)."""

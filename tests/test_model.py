@@ -381,6 +381,39 @@ def test_transform_output_never_replaces_the_model_store_or_a_folder_and_writes_
     assert np.array_equal(est.transform(new, output=tmp_path / "o.zarr")[...], expected)
 
 
+def test_every_entry_point_applies_a_model_to_in_memory_input_here_for_every_output_format(
+    tmp_path, capsys, monkeypatch
+):
+    """Regression: a sampled ``cdf_ts``, ``CDFTS.transform`` and ``cdfts apply`` each had their own copy
+    of "apply the model, write the output", and they differed: for NumPy input the first two started an
+    embedded cluster to write a ``.zarr`` output (and only that format), ``cdfts apply`` did not.  Now all
+    three go through ``model.apply``: in-memory input is replayed in this process whatever the output's
+    format, and every entry point writes the same numbers."""
+    from cdfts_dask import dask_client as connections
+
+    X, new = blobs(120, 2), np.random.default_rng(3).normal(1, 2, (40, 2))
+    store = tmp_path / "model.zarr"
+    est = CDFTS(lam=0.15, max_iter=2, checkpoint=store).fit(X)
+    expected = est.transform(new)
+    np.save(tmp_path / "new.npy", new)
+    sampled = cdf_ts(X, n_references=60, random_state=0, max_iter=2, n_workers=1)
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a Dask cluster was asked for to replay in-memory input")
+
+    monkeypatch.setattr(connections, "dask_client", no_cluster)
+    read = {".npy": np.load, ".csv": lambda p: np.loadtxt(p, delimiter=",", skiprows=1),
+            ".zarr": lambda p: zarr.open_array(str(p), mode="r")[...]}  # fmt: skip
+    for fmt, reader in read.items():
+        est.transform(new, output=tmp_path / f"est{fmt}")
+        assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / f"cli{fmt}", "--quiet") == (0, "")
+        assert np.array_equal(reader(tmp_path / f"est{fmt}"), expected)
+        assert np.array_equal(reader(tmp_path / f"cli{fmt}"), expected)
+    # the sampled fit runs on its cluster (opened by the run itself); its output is written here
+    out = cdf_ts(X, n_references=60, random_state=0, max_iter=2, n_workers=1, output=tmp_path / "s.zarr")
+    assert np.array_equal(out[...], sampled)
+
+
 # -- a completed checkpoint store is a model ---------------------------------------------------------------
 
 

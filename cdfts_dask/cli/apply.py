@@ -9,7 +9,7 @@ from .. import model
 from ..csv_blocks import CSV_ON_WORKERS_BYTES, is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
-from ..outputs import check_writable, label_name, output_format, write_table
+from ..outputs import check_writable, label_name, output_format
 from ..paths import check_run_paths
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 from .transform import add_label_arguments, check_no_label_column, large_csv_input
@@ -56,7 +56,6 @@ def _run(args) -> int:
     tic = time.perf_counter()
     source, labels, header = _chunked_input(args)
     model.check_feature_names(fitted, header, "input")
-    by_worker = source is not None and labels is None and output_format(args.output) == ".zarr"
     if source is None:
         if args.scheduler is not None or args.workers is not None:
             warnings.warn(
@@ -66,23 +65,17 @@ def _run(args) -> int:
                 UserWarning,
                 stacklevel=2,
             )
-        X, labels, header = read_table(args.input, label_column=args.label, name="input")
+        source, labels, header = read_table(args.input, label_column=args.label, name="input")
         if args.label is None and not args.no_label:
             check_no_label_column(header)
         model.check_feature_names(fitted, header, "input")
-        Y = model.transform_numpy(fitted, X, name="input", backend=backend)
     else:  # out-of-core: the workers read chunk-wise
         model.check_features(fitted, source.shape, "input")
-        if by_worker:  # a Zarr output written chunk by chunk by the workers
-            Y = model.transform_to_zarr(fitted, source, args.output, args.scheduler, args.workers, backend)
-        else:
-            from ..dask_client import dask_client
-
-            with dask_client(args.scheduler, args.workers, gpu=args.gpu) as c:
-                Y = c.compute(model.transform_dask(fitted, source, "input", backend)).result()
-    if not by_worker:  # an INPUT without column names takes the fit's (its columns are the fit's, in order)
-        names = header if header is not None else fitted.feature_names
-        write_table(args.output, Y, labels, names, label_name(args.input, args.label))
+    # an INPUT without column names takes the fit's (its columns are the fit's, in order)
+    Y = model.apply(
+        fitted, source, args.output, backend=backend, client=args.scheduler, n_workers=args.workers,
+        name="input", header=header, labels=labels, label_name=label_name(args.input, args.label),
+    )  # fmt: skip
     logger.info(
         "applied %d iteration(s) fitted on %d references in %.2f s; wrote %d x %d to %s", fitted.n_iter,
         fitted.n_references, time.perf_counter() - tic, Y.shape[0], Y.shape[1], args.output,
