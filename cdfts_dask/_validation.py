@@ -16,6 +16,20 @@ METHODS = ("auto", "dense", "tiled")
 DTYPES = ("float64", "float32")
 
 
+#: names shown in a message about a list of columns; a longer list is cut short (a misread file can
+#: hold thousands of "columns", and an error is one readable line)
+SHOWN_NAMES = 12
+
+
+def shown_names(names) -> str:
+    """``names`` as a message shows them: the list, or its first :data:`SHOWN_NAMES` (each cut to 40
+    characters) and how many there are in all."""
+    names = [str(n) if len(str(n)) <= 40 else str(n)[:37] + "..." for n in names]
+    if len(names) <= SHOWN_NAMES:
+        return str(names)
+    return f"{str(names[:SHOWN_NAMES])[:-1]}, ...] ({len(names)} in all)"
+
+
 def is_integer(value) -> bool:
     """An integer of any integral type (numpy's included), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -50,6 +50,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._validation import shown_names
+
+#: the file names read as comma-separated text (compared case-insensitively)
+CSV_SUFFIXES = (".csv", ".txt")
+
 #: header names that usually hold a label, not a feature (compared case-insensitively)
 LABEL_LIKE_NAMES = ("label", "class", "target", "y", "outlier")
 
@@ -211,7 +216,8 @@ def label_index(label_column, header: list[str] | None, ncols: int, name: str) -
         )
     if isinstance(label_column, str) and not is_index_text(label_column):
         if not named:
-            columns = f"columns: {header}" if header is not None else "it has no column names: give an index"
+            columns = (f"columns: {shown_names(header)}" if header is not None
+                       else "it has no column names: give an index")  # fmt: skip
             raise ValueError(f"label column {label_column!r} not found in {name} ({columns})")
         return header.index(label_column)
     idx = int(label_column)
@@ -265,6 +271,7 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
     cells = ["" if c is None else str(c) for c in first.iloc[0].tolist()] if len(first) else []
     if not cells:
         raise ValueError(f"{name}: {str(path)!r} is empty")
+    _check_comma_separated(cells, path, name)
     names = [c.strip() for c in cells]
     named_label = isinstance(label_column, str) and not is_index_text(label_column)
     if label_column is None:
@@ -277,6 +284,19 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
     if warn:
         _warn_doubtful_first_row(names, header, label, path, name)
     return CsvLayout(len(cells), header, label, lineterminator)
+
+
+def _check_comma_separated(cells: list[str], path, name: str) -> None:
+    """A first row read as one column that another separator (tab, semicolon) splits into several is a
+    file of other separators: refused, naming it (it would fail later as one non-numeric column)."""
+    if len(cells) != 1:
+        return
+    for separator, called in (("\t", "tabs"), (";", "semicolons")):
+        if len(cells[0].split(separator)) > 1:
+            raise ValueError(
+                f"{name}: {str(path)!r} separates its first row's fields by {called}: only comma-separated "
+                "files are read (convert it: pandas.read_csv(path, sep=...).to_csv(new_path, index=False))"
+            )
 
 
 def _line_breaks_are_lone_cr(path: Path) -> bool:
@@ -556,4 +576,9 @@ def csv_error(path: Path, layout: CsvLayout, name: str) -> Exception:
     if is_missing(text):
         return ValueError(f"{name}: missing value {text!r} {where}")
     shown = repr(text) if len(text) <= 80 else f"{text[:40] + '...' + text[-20:]!r} ({len(text)} characters)"
-    return TypeError(f"{name}: non-numeric value {shown} {where}")
+    hint = ""
+    if layout.header is not None:  # a text column is often a label: say how to set it aside
+        column = layout.header[col - 1]
+        hint = (f" (if {column!r} is a label, not a feature: set it aside, "
+                f"with --label {column} on the command line)")
+    return TypeError(f"{name}: non-numeric value {shown} {where}{hint}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_points
-from .csv_input import csv_layout, label_index, read_csv_table, warn_label_like_columns
+from .csv_input import CSV_SUFFIXES, csv_layout, label_index, read_csv_table, warn_label_like_columns
 
 
 def is_path(obj) -> bool:
@@ -27,9 +27,23 @@ def _check_readable(path: Path, name: str) -> None:
         raise ValueError(f"{name}: file not readable: {str(path)!r}")
 
 
+#: the file types read: comma-separated text, a NumPy array, a Zarr store (a folder)
+INPUT_SUFFIXES = (*CSV_SUFFIXES, ".npy", ".zarr")
+
+
+def _check_input_type(path: Path, name: str) -> None:
+    """A file must be named as one of :data:`INPUT_SUFFIXES` (a JSON, Parquet or zipped file read as
+    CSV text fails with a misleading message, or not at all)."""
+    if path.is_file() and path.suffix.lower() not in INPUT_SUFFIXES:
+        raise ValueError(
+            f"{name}: unsupported file type {path.suffix or '(no suffix)'!r} of {str(path)!r}: give "
+            "comma-separated text (.csv or .txt), a .npy array or a .zarr store"
+        )
+
+
 def _is_csv(path: Path) -> bool:
-    """Whether :func:`read_table` reads ``path`` as CSV text (not a ``.npy``, ``.zarr`` or folder)."""
-    return path.suffix.lower() not in (".npy", ".zarr") and not path.is_dir()
+    """Whether :func:`read_table` reads ``path`` as CSV text (a file named as :data:`CSV_SUFFIXES`)."""
+    return path.suffix.lower() in CSV_SUFFIXES and not path.is_dir()
 
 
 def csv_header(X, name: str = "X") -> list[str] | None:
@@ -50,6 +64,7 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
     """
     path = Path(path)
     _check_readable(path, name)
+    _check_input_type(path, name)
     if _is_csv(path):
         X, labels, header = read_csv_table(path, label_column, name)
         return X, labels, header

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import ESTIMATORS, check_choice, check_numeric_dtype, check_points, is_integer
+from ._validation import ESTIMATORS, check_choice, check_numeric_dtype, check_points, is_integer, shown_names
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
 from .row_lookup import NOT_FOUND, RowIndex
@@ -292,6 +292,9 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
     path = str(path)
     if not os.path.exists(path):
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store (nothing there)")
+    if not os.path.isdir(path):  # a store is a folder: a CSV given as MODEL is named as such
+        raise ValueError(f"model: {path!r} is not a cdfts-dask run store: it is a file (a store is the .zarr "
+                         "folder that a completed run was given as --checkpoint / checkpoint=)")  # fmt: skip
     try:
         group = zarr.open_group(path, mode="r")
         attrs = dict(group.attrs)
@@ -448,8 +451,8 @@ def check_feature_names(model: CDFTSModel, names, name: str) -> None:
     if names is None or model.feature_names is None or list(names) == list(model.feature_names):
         return
     raise ValueError(
-        f"{name} has the columns {list(names)}, but the model was fitted on {list(model.feature_names)} "
-        "(same names in the same order)"
+        f"{name} has the columns {shown_names(names)}, but the model was fitted on "
+        f"{shown_names(model.feature_names)} (same names in the same order)"
     )
 
 

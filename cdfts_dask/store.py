@@ -69,6 +69,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from ._validation import shown_names
 from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically
 
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
@@ -288,8 +289,9 @@ class Checkpoint:
         names, stored_names = params.get("feature_names"), stored.get("feature_names")
         if names is not None and stored_names is not None and list(names) != list(stored_names):
             raise StoreMismatch(
-                f"checkpoint {path!r} was fitted on the columns {list(stored_names)}, this run's X has the "
-                f"columns {list(names)}; resume with the fit's column names (or start a new store)"
+                f"checkpoint {path!r} was fitted on the columns {shown_names(stored_names)}, this run's "
+                f"X has the columns {shown_names(names)}; resume with the fit's column names (or start a "
+                "new store)"
             )
         done = attrs.get("completed")
         if isinstance(done, bool) or not isinstance(done, int):

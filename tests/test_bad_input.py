@@ -77,7 +77,21 @@ BAD_FILES = {
     "na-second-row": (_csv("0.3,0.4\nNA,0.2\n0.5,0.9\n"), ValueError, r"missing value 'NA' at row 2, col"),
     "inf": (_csv("1,2\n3,inf\n4,5\n"), ValueError, r"NaN or inf .*inf"),
     "minus-inf": (_csv("1,2\n3,-inf\n4,5\n"), ValueError, r"NaN or inf .*-inf"),
-    "string-in-numeric-column": (_csv("a,b\n1,2\n3,x\n4,5\n"), TypeError, r"non-numeric value 'x' at row 2"),
+    "string-in-numeric-column": (
+        _csv("a,b\n1,2\n3,x\n4,5\n"),
+        TypeError,
+        r"non-numeric value 'x' at row 2, column 2 of .* \(if 'b' is a label, not a feature: set it aside, "
+        r"with --label b on the command line\)$",
+    ),
+    "text-column-without-header": (
+        _csv("1,2\n3,x\n4,5\n"), TypeError, r"value 'x' at row 2, column 2 of [^(]*$"  # no name to give
+    ),
+    # a file of other separators read as one column of text: named as such, not as a non-numeric value
+    "tab-separated": (_csv("a\tb\n1\t2\n3\t4\n"), ValueError, r"in.csv' separates its first row's .* tabs"),
+    "semicolon-separated": (_csv("1;2\n3;4\n5;6\n"), ValueError, r"by semicolons: only comma-separated"),
+    # a file that is not text, an array or a store was read as CSV (a misleading message, or none)
+    "json-file": (_raw("in.json", b"[[1, 2], [3, 4]]"), ValueError, r"unsupported file type '\.json'"),
+    "no-suffix": (_raw("points", b"1,2\n3,4\n5,6\n"), ValueError, r"unsupported file type '\(no suffix\)'"),
     "ragged-rows": (_csv("1,2\n3\n4,5\n"), ValueError, r"in.csv' line 2 has 1 fields, expected 2$"),
     "too-many-fields": (_csv("1,2\n3,4,5\n4,5\n"), ValueError, r"line 2 has 3 fields, expected 2"),
     # a first line with fewer fields than the rows: pandas made the extra leading fields an index
@@ -403,6 +417,22 @@ def test_a_label_name_that_python_would_take_for_digits_or_with_spaces_is_found(
     src.write_text(f"a,b,{column}\n" + "".join(f"{i}.5,{i}.25,g{i % 2}\n" for i in range(20)))
     X, labels, header = read_table(src, label_column=label)
     assert header == ["a", "b"] and X.shape == (20, 2) and labels[1] == "g1"
+
+
+def test_a_txt_file_is_read_as_comma_separated_text_and_other_suffixes_are_refused_everywhere(tmp_path):
+    """``.txt`` (``np.savetxt(..., delimiter=",")``) is read as the same text named ``.csv``; another
+    suffix is refused, naming it, by every entry point that takes a path (the estimator's column-name
+    read came first and read a JSON file as CSV)."""
+    text = "a,b\n" + "".join(f"{i % 7}.5,{i % 3}.25\n" for i in range(30))
+    (tmp_path / "in.csv").write_text(text)
+    (tmp_path / "in.txt").write_text(text)
+    (tmp_path / "in.json").write_text(text)
+    expected = cdfts_dask.cdf_ts(tmp_path / "in.csv", max_iter=2)
+    np.testing.assert_array_equal(cdfts_dask.cdf_ts(tmp_path / "in.txt", max_iter=2), expected)
+    assert read_table(tmp_path / "in.txt")[2] == ["a", "b"]
+    for call in (lambda p: cdfts_dask.cdf_ts(p, max_iter=1), lambda p: cdfts_dask.CDFTS(max_iter=1).fit(p)):
+        with pytest.raises(ValueError, match=r"^X: unsupported file type '\.json' of '.*in.json': give"):
+            call(str(tmp_path / "in.json"))
 
 
 def test_a_label_name_for_an_input_without_column_names_says_so(tmp_path):

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import zarr
-from conftest import DATA, cli_env
+from conftest import DATA, ROOT, cli_env
 
 from cdfts_dask.oracle import cdf_ts_dense
 
@@ -269,3 +269,75 @@ def test_help_states_each_default_once():
         assert "(default: None)" not in text and "(default: False)" not in text
         for option in text.split("\n  -")[1:]:
             assert option.count("default") <= 1, option
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--wokers", "2"], "transform: error: unrecognized arguments: --wokers 2 (did you mean --workers?)"),
+        (["--chekpoint=a.zarr"], "unrecognized arguments: --chekpoint=a.zarr (did you mean --checkpoint?)"),
+        (["--zzz"], "cdfts transform: error: unrecognized arguments: --zzz (see cdfts transform --help)"),
+    ],
+)
+def test_an_unknown_option_is_named_by_its_sub_command_with_the_likely_one(tmp_path, capsys, argv, message):
+    """Regression (a first-hour review): an unknown option was refused by the top-level parser, ``cdfts:
+    error: unrecognized arguments`` and ``see cdfts --help``, which lists no option of the sub-command."""
+    from cdfts_dask.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["transform", str(DATA / "3L.csv"), str(tmp_path / "out.csv"), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert err[0].endswith("(see cdfts transform --help)") and list(tmp_path.iterdir()) == []
+
+
+def test_a_file_given_as_the_model_is_named_as_not_a_store(tmp_path, capsys):
+    """``cdfts apply fit.csv new.csv out.csv`` (the CSV the model was fitted on, not its store)."""
+    from cdfts_dask.cli import main
+
+    out = tmp_path / "out.csv"
+    assert main(["apply", str(DATA / "3L.csv"), str(DATA / "3L.csv"), str(out), "--label", "label"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cdfts apply: error: model: ") and not out.exists(), err
+    assert err[0].endswith("is not a cdfts-dask run store: it is a file (a store is the .zarr folder that a "
+                           "completed run was given as --checkpoint / checkpoint=)")  # fmt: skip
+
+
+def test_long_lists_of_column_names_are_cut_short_in_messages(tmp_path, capsys):
+    """A misread file can hold thousands of "columns": a message naming them is one readable line (the
+    label column not found, the model's columns not the input's)."""
+    from cdfts_dask.cli import main
+
+    def table(path, prefix, ncols, nrows=20):
+        rows = [",".join(f"{(i * 7 + j) % 11}.5" for j in range(ncols)) for i in range(nrows)]
+        path.write_text(",".join(f"{prefix}{j}" for j in range(ncols)) + "\n" + "\n".join(rows) + "\n")
+        return str(path)
+
+    wide = table(tmp_path / "wide.csv", "feature_", 500, 2)
+    assert main(["transform", wide, str(tmp_path / "o.csv"), "--label", "lbl"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("cdfts transform: error: label column 'lbl' not found in input (columns: ['feature_0', "
+                   + "".join(f"'feature_{j}', " for j in range(1, 12)) + "...] (500 in all))"), err
+    store = str(tmp_path / "m.zarr")
+    fit, new = table(tmp_path / "fit.csv", "a", 30), table(tmp_path / "new.csv", "b", 30)
+    assert main(["transform", fit, str(tmp_path / "f.csv"), "--checkpoint", store, "--max-iter", "1"]) == 0
+    capsys.readouterr()
+    assert main(["apply", store, new, str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cdfts apply: error: input has the columns ['b0', 'b1', ") and len(err) < 300, err
+    assert "'b11', ...] (30 in all), but the model was fitted on ['a0', " in err
+    assert err.endswith("'a11', ...] (30 in all) (same names in the same order)"), err
+
+
+def test_the_help_shows_list_defaults_as_they_are_typed_and_an_example(capsys):
+    from cdfts_dask.cli import main
+
+    for command in ("bench", "transform"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())  # the help's line breaks undone
+        if command == "bench":
+            assert "(default: 1000,7200)" in text and "worker counts, e.g. 1,2 (default: 2)" in text
+        else:  # the example is the README's quick start, which the README's own tests keep true
+            example = text.split("example: ")[1]
+            assert example in (ROOT / "README.md").read_text()

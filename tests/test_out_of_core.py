@@ -142,6 +142,19 @@ def test_large_csv_is_parsed_block_wise_by_the_workers(tmp_path, client, small_c
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
 
 
+def test_a_large_txt_file_is_read_block_wise_as_its_csv_twin(tmp_path, small_csv_threshold):
+    """``.txt`` is read as comma-separated text (:data:`~cdfts_dask.csv_input.CSV_SUFFIXES`) by the eager
+    reader, so a large one is read by the workers as a large ``.csv`` is (it was read here, whole)."""
+    from cdfts_dask.inputs import read_table
+
+    X = np.random.default_rng(9).random((500, 3))
+    _write_csv(tmp_path / "big.csv", X, "a,b,c")
+    (tmp_path / "big.txt").write_bytes((tmp_path / "big.csv").read_bytes())
+    lazy = lazy_input(str(tmp_path / "big.txt"))
+    assert lazy is not None and lazy.array.numblocks[0] >= 5
+    np.testing.assert_array_equal(lazy.load(), read_table(tmp_path / "big.csv")[0])
+
+
 def test_large_csv_with_label_column_equals_the_eager_read(tmp_path, small_csv_threshold):
     from cdfts_dask.csv_blocks import csv_blocks, csv_labels
     from cdfts_dask.csv_input import csv_layout
@@ -171,7 +184,8 @@ def _eager_error(path):
 @pytest.mark.parametrize(
     "bad_line, kind, message",
     [
-        ("3,oops", TypeError, r"^X: non-numeric value 'oops' at row 1001, column 2 of '.*bad.csv'$"),
+        ("3,oops", TypeError, r"^X: non-numeric value 'oops' at row 1001, column 2 of '.*bad.csv' \(if 'b' "
+         r"is a label, not a feature: set it aside, with --label b on the command line\)$"),
         ("3,", ValueError, r"^X: missing value \(empty cell\) at row 1001, column 2 of '.*bad.csv'$"),
     ],
 )

@@ -30,8 +30,10 @@ def register(sub) -> None:
         formatter_class=HelpFormatter,
     )
     p.add_argument("model", help="checkpoint store (.zarr) of a completed `cdfts transform --checkpoint` run")
-    p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns, d as fitted)")
-    p.add_argument("output", help="output file: .csv, .npy or .zarr")
+    p.add_argument("input", help="input file: .csv (or .txt; comma-separated), .npy or .zarr (n rows x d "
+                   "numeric columns, d as fitted)")
+    p.add_argument("output", help="output file: .csv, .npy or .zarr (an existing one is replaced once the "
+                   "new one is complete)")
     add_label_arguments(p)
     add_cluster_arguments(p)
     p.add_argument("--gpu", action="store_true",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from .. import bench
 from .options import HelpFormatter
@@ -26,17 +27,19 @@ def register(sub) -> None:
     p = sub.add_parser(
         "bench",
         help="benchmark one CDF-TS iteration (vs the NumPy oracle and GEMM)",
-        description="Time one CDF-TS iteration of the tiled engine for each size, dtype and worker "
-        "count, on synthetic blobs, and print seconds per iteration, pair evaluations per second per "
-        "pass, peak worker memory, and ratios measured in this run against the dense NumPy oracle and "
-        "this machine's float64 GEMM rate.",
+        description=textwrap.fill(  # the raw formatter (kept for the epilog's table) does not wrap it
+            "Time one CDF-TS iteration of the tiled engine for each size, dtype and worker count, on "
+            "synthetic blobs, and print seconds per iteration, pair evaluations per second per pass, peak "
+            "worker memory, and ratios measured in this run against the dense NumPy oracle and this "
+            "machine's float64 GEMM rate.", width=78,
+        ),  # fmt: skip
         epilog="columns of the table:\n" + bench.legend().replace("# ", "  "),
         formatter_class=BenchHelpFormatter,
     )
-    p.add_argument("--sizes", type=_ints, default=[1000, 7200], help="comma-separated n, e.g. 1e3,1e4,1e5")
+    p.add_argument("--sizes", type=_ints, default="1000,7200", help="comma-separated n, e.g. 1e3,1e4,1e5")
     p.add_argument("-d", "--dims", type=int, default=6, help="dimensions d of the synthetic data")
     p.add_argument("--dtype", default="float64", help="float64, float32, or both: float64,float32")
-    p.add_argument("--workers", type=_ints_or_one, default=[2], help="worker counts, e.g. 1,2")
+    p.add_argument("--workers", type=_ints_or_one, default="2", help="worker counts, e.g. 1,2")
     p.add_argument("--lam", type=float, default=0.1, help="neighbourhood size lambda")
     p.add_argument("--estimator", choices=["epsilon", "knn"], default="epsilon", help="density estimator")
     p.add_argument("-k", "--k", type=int, default=10, help="neighbours for --estimator knn")
@@ -60,7 +63,8 @@ def register(sub) -> None:
         help="instead: thread CPU time of each fused kernel on one core, no Dask (a profile)",
     )
     unused = {name for names in UNUSED.values() for name in names}
-    p.set_defaults(func=run, defaults={name: p.get_default(name) for name in unused})
+    parsed = vars(p.parse_args([]))  # the defaults as parsed (argparse converts a string default by type)
+    p.set_defaults(func=run, defaults={name: parsed[name] for name in unused})
 
 
 def _ints_or_one(text: str) -> list[int]:

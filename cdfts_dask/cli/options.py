@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import logging
 
 
@@ -24,6 +25,18 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown option is named by the sub-command's parser (``cdfts transform:
+        error: ...``, its own ``--help``), with the option it is most likely a typo of."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            parser = getattr(parsed, "command_parser", None) or self
+            message = f"unrecognized arguments: {' '.join(unknown)}"
+            options = [o for action in parser._actions for o in action.option_strings]
+            close = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
+            parser.error(message + (f" (did you mean {close[0]}?)" if close else ""))
+        return parsed
 
 
 @contextlib.contextmanager

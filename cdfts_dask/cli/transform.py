@@ -24,10 +24,13 @@ def register(sub) -> None:
         description="Transform the points in INPUT with CDF-TS and write them to OUTPUT. "
         "INPUT/OUTPUT: .csv (header row optional), .npy, or .zarr. A label column named by --label "
         "is passed through untouched (written as the last column of a CSV output).",
+        epilog="example: cdfts transform examples/data/4C.csv 4C-cdfts.csv --label label --workers 2",
         formatter_class=HelpFormatter,
     )
-    p.add_argument("input", help="input file: .csv, .npy or .zarr (n rows x d numeric columns)")
-    p.add_argument("output", help="output file: .csv, .npy or .zarr")
+    p.add_argument("input", help="input file: .csv (or .txt; comma-separated), .npy or .zarr (n rows x d "
+                   "numeric columns)")
+    p.add_argument("output", help="output file: .csv, .npy or .zarr (an existing one is replaced once the "
+                   "new one is complete)")
     p.add_argument(
         "--lam",
         "--lambda",
