@@ -162,9 +162,10 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         NumPy / array-like in: NumPy out.  Dask array, Zarr array, Zarr path
         or large CSV file in: a lazy dask array (one task per row chunk, the model shared).
-        ``output``, as in :func:`cdfts_dask.cdf_ts` (:func:`cdfts_dask.model.apply`): for a chunked
-        X, a ``.zarr`` path is written chunk by chunk on ``client`` and returned opened read-only;
-        any other output is written atomically here and the result returned as without it.
+        ``output``, as in :func:`cdfts_dask.cdf_ts` (:func:`cdfts_dask.model.apply`): a ``.zarr``
+        path is returned opened read-only (for a chunked X written chunk by chunk on ``client``, else
+        here, atomically); a ``.npy`` / ``.csv`` path is written atomically here and the result
+        returned as without it.
         Checked before any work: it may be neither the input nor the fit's ``checkpoint`` store
         (the model), nor a folder of other files.
         """

@@ -492,14 +492,15 @@ def apply(
       (``n_workers``, ``security``: as :func:`~cdfts_dask.dask_client.dask_client` reads them) straight
       into the store, chunk by chunk, and returned opened read-only (:func:`transform_to_zarr`).
       Otherwise, with ``lazy``, the lazy result (:func:`transform_dask`) is returned, or, for a ``.npy`` /
-      ``.csv`` / ``.zarr`` ``output``, computed once (the default scheduler, as a dask collection is),
-      written, and returned as a dask array chunked like X; without ``lazy`` it is computed on
-      ``client``'s workers and returned as NumPy.
+      ``.csv`` ``output``, computed once (the default scheduler, as a dask collection is), written, and
+      returned as a dask array chunked like X; without ``lazy`` it is computed on ``client``'s workers
+      and returned as NumPy.
 
     Every ``output`` other than the workers' Zarr is written atomically by
     :func:`~cdfts_dask.outputs.write_table`: ``labels`` (named ``label_name``) as a CSV's last column,
-    the columns named ``header`` (default: the fit's column names, when known).  The caller has
-    checked ``output`` against the input and the model (:func:`cdfts_dask.paths.check_run_paths`).
+    the columns named ``header`` (default: the fit's column names, when known).  A ``.zarr`` ``output``,
+    whoever wrote it, is returned opened read-only.  The caller has checked ``output`` against the
+    input and the model (:func:`cdfts_dask.paths.check_run_paths`).
     """
     import dask.array as da
 
@@ -523,6 +524,10 @@ def apply(
     if output is not None:
         names = header if header is not None else model.feature_names
         write_table(output, Y, labels, names, label_name)
+        if to_zarr:  # as the workers' Zarr output is (and an exact cdf_ts's): the store, opened read-only
+            import zarr
+
+            return zarr.open_array(str(output), mode="r")
     return da.from_array(Y, chunks=X.chunks) if lazy and isinstance(X, da.Array) else Y
 
 

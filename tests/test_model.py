@@ -405,13 +405,16 @@ def test_every_entry_point_applies_a_model_to_in_memory_input_here_for_every_out
     read = {".npy": np.load, ".csv": lambda p: np.loadtxt(p, delimiter=",", skiprows=1),
             ".zarr": lambda p: zarr.open_array(str(p), mode="r")[...]}  # fmt: skip
     for fmt, reader in read.items():
-        est.transform(new, output=tmp_path / f"est{fmt}")
+        returned = est.transform(new, output=tmp_path / f"est{fmt}")
+        if fmt == ".zarr":  # as every .zarr output is returned (an exact cdf_ts's, the workers'): opened
+            assert isinstance(returned, zarr.Array) and returned.read_only  # read-only (it was NumPy)
+        np.testing.assert_array_equal(returned[...], expected)
         assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / f"cli{fmt}", "--quiet") == (0, "")
         assert np.array_equal(reader(tmp_path / f"est{fmt}"), expected)
         assert np.array_equal(reader(tmp_path / f"cli{fmt}"), expected)
     # the sampled fit runs on its cluster (opened by the run itself); its output is written here
     out = cdf_ts(X, n_references=60, random_state=0, max_iter=2, n_workers=1, output=tmp_path / "s.zarr")
-    assert np.array_equal(out[...], sampled)
+    assert isinstance(out, zarr.Array) and out.read_only and np.array_equal(out[...], sampled)
 
 
 # -- a completed checkpoint store is a model ---------------------------------------------------------------
