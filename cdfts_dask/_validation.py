@@ -21,13 +21,33 @@ DTYPES = ("float64", "float32")
 SHOWN_NAMES = 12
 
 
+def _cut(name, width: int) -> str:
+    name = str(name)
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
 def shown_names(names) -> str:
     """``names`` as a message shows them: the list, or its first :data:`SHOWN_NAMES` (each cut to 40
     characters) and how many there are in all."""
-    names = [str(n) if len(str(n)) <= 40 else str(n)[:37] + "..." for n in names]
+    names = [_cut(n, 40) for n in names]
     if len(names) <= SHOWN_NAMES:
         return str(names)
     return f"{str(names[:SHOWN_NAMES])[:-1]}, ...] ({len(names)} in all)"
+
+
+def first_difference(names, fitted) -> str:
+    """Where a list of column names first differs from the fit's, for a message that shows both lists
+    cut short (:func:`shown_names`), which may then look alike: ``column 19 is 'zz', fitted 'c19'``
+    (``none`` past the end of the shorter list; names cut to 80 characters)."""
+    names, fitted = list(names), list(fitted)
+    j = 0
+    while j < min(len(names), len(fitted)) and names[j] == fitted[j]:
+        j += 1
+
+    def at(where: list) -> str:
+        return repr(_cut(where[j], 80)) if j < len(where) else "none"
+
+    return f"column {j} is {at(names)}, fitted {at(fitted)}"
 
 
 def is_integer(value) -> bool:

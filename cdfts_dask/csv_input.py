@@ -39,6 +39,7 @@ import codecs
 import csv
 import io
 import re
+import shlex
 import threading
 import warnings
 from collections import Counter
@@ -286,17 +287,50 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
     return CsvLayout(len(cells), header, label, lineterminator)
 
 
+#: separators a file may use instead of commas, and their names in the refusal (None: runs of blanks,
+#: as ``np.savetxt`` writes by default)
+OTHER_SEPARATORS = (("\t", "tabs"), (";", "semicolons"), (None, "spaces"))
+
+#: the first lines of a one-column file looked at for another separator
+SEPARATOR_LINES = 5
+
+
 def _check_comma_separated(cells: list[str], path, name: str) -> None:
-    """A first row read as one column that another separator (tab, semicolon) splits into several is a
-    file of other separators: refused, naming it (it would fail later as one non-numeric column)."""
+    """A file read as one column whose first :data:`SEPARATOR_LINES` non-blank lines another separator
+    (:data:`OTHER_SEPARATORS`) splits into the same number, two or more, of non-empty fields each is a
+    file of that separator: refused, naming it (it would fail later as one non-numeric column).  A
+    quoted field is one field, and a one-column file whose header alone holds a ``;`` is read."""
     if len(cells) != 1:
         return
-    for separator, called in (("\t", "tabs"), (";", "semicolons")):
-        if len(cells[0].split(separator)) > 1:
+    lines = _first_lines(Path(path), SEPARATOR_LINES)
+    for separator, called in OTHER_SEPARATORS:
+        counts = {len(_fields(line, separator)) for line in lines}
+        if len(counts) == 1 and min(counts) >= 2:
             raise ValueError(
-                f"{name}: {str(path)!r} separates its first row's fields by {called}: only comma-separated "
-                "files are read (convert it: pandas.read_csv(path, sep=...).to_csv(new_path, index=False))"
+                f"{name}: {str(path)!r} separates its fields by {called}: only comma-separated files are "
+                "read (convert it: pandas.read_csv(path, sep=...).to_csv(new_path, index=False), or "
+                "numpy.savetxt(new_path, X, delimiter=','))"
             )
+
+
+def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> list[str]:
+    """The first ``count`` non-blank lines of a text file (each read up to ``limit`` characters; a BOM
+    and undecodable bytes as the reader would see them)."""
+    lines: list[str] = []
+    with open(path, encoding="utf-8-sig", errors="replace", newline=None) as fh:
+        while len(lines) < count:
+            line = fh.readline(limit)
+            if not line:
+                break
+            if line.strip():
+                lines.append(line.rstrip("\r\n"))
+    return lines
+
+
+def _fields(line: str, separator: str | None) -> list[str]:
+    """The non-empty fields of ``line`` split by ``separator`` (quotes respected), or by runs of blanks."""
+    fields = line.split() if separator is None else next(csv.reader([line], delimiter=separator), [])
+    return [f for f in fields if f.strip()]
 
 
 def _line_breaks_are_lone_cr(path: Path) -> bool:
@@ -576,9 +610,21 @@ def csv_error(path: Path, layout: CsvLayout, name: str) -> Exception:
     if is_missing(text):
         return ValueError(f"{name}: missing value {text!r} {where}")
     shown = repr(text) if len(text) <= 80 else f"{text[:40] + '...' + text[-20:]!r} ({len(text)} characters)"
-    hint = ""
-    if layout.header is not None:  # a text column is often a label: say how to set it aside
-        column = layout.header[col - 1]
-        hint = (f" (if {column!r} is a label, not a feature: set it aside, "
-                f"with --label {column} on the command line)")
-    return TypeError(f"{name}: non-numeric value {shown} {where}{hint}")
+    return TypeError(f"{name}: non-numeric value {shown} {where}{_text_cell_hint(text, layout, col)}")
+
+
+def _text_cell_hint(text: str, layout: CsvLayout, col: int) -> str:
+    """What a text cell in file column ``col`` (1-based) most likely means, for its error: a cell holding
+    a ``;`` or a tab is a file of other separators; a cell under a header is often a label, set aside by
+    ``--label=NAME`` (shell-quoted), said only where that one option does it: no label set aside yet, and
+    a name that ``--label`` reads as that column (not a number, which it reads as an index, nor a name the
+    header repeats)."""
+    if ";" in text or "\t" in text:
+        return " (a cell holding a ';' or a tab: only comma-separated files are read)"
+    if layout.header is None or layout.label is not None:
+        return ""
+    column = layout.header[col - 1]
+    if not column or _is_number(column) or is_index_text(column) or layout.header.count(column) > 1:
+        return ""
+    return (f" (if {column!r} is a label, not a feature: set it aside, with --label={shlex.quote(column)} "
+            "on the command line)")  # fmt: skip

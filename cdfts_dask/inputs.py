@@ -41,6 +41,14 @@ def _check_input_type(path: Path, name: str) -> None:
         )
 
 
+def check_input_file(path, name: str = "input") -> None:
+    """What can be said of an input path before reading it: it exists, can be read, and is named as a
+    type that is read (:data:`INPUT_SUFFIXES`, or a folder)."""
+    path = Path(path)
+    _check_readable(path, name)
+    _check_input_type(path, name)
+
+
 def _is_csv(path: Path) -> bool:
     """Whether :func:`read_table` reads ``path`` as CSV text (a file named as :data:`CSV_SUFFIXES`)."""
     return path.suffix.lower() in CSV_SUFFIXES and not path.is_dir()
@@ -63,8 +71,7 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
     counts from the end) and the labels are that column's values.
     """
     path = Path(path)
-    _check_readable(path, name)
-    _check_input_type(path, name)
+    check_input_file(path, name)
     if _is_csv(path):
         X, labels, header = read_csv_table(path, label_column, name)
         return X, labels, header

@@ -54,7 +54,15 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from ._validation import ESTIMATORS, check_choice, check_numeric_dtype, check_points, is_integer, shown_names
+from ._validation import (
+    ESTIMATORS,
+    check_choice,
+    check_numeric_dtype,
+    check_points,
+    first_difference,
+    is_integer,
+    shown_names,
+)
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
 from .row_lookup import NOT_FOUND, RowIndex
@@ -452,8 +460,14 @@ def check_feature_names(model: CDFTSModel, names, name: str) -> None:
         return
     raise ValueError(
         f"{name} has the columns {shown_names(names)}, but the model was fitted on "
-        f"{shown_names(model.feature_names)} (same names in the same order)"
+        f"{shown_names(model.feature_names)} (same names in the same order; "
+        f"{first_difference(names, model.feature_names)})"
     )
+
+
+def output_attrs(model: CDFTSModel) -> dict:
+    """The attributes of a ``.zarr`` output of the model, whoever writes it: the iterations replayed."""
+    return {"model_iterations": model.n_iter}
 
 
 def transform_to_zarr(
@@ -475,7 +489,7 @@ def transform_to_zarr(
 
     lazy = transform_dask(model, as_dask(Y), backend=backend)
     with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
-        store.write_dask_zarr(Path(output), lazy, c, {"model_iterations": model.n_iter})
+        store.write_dask_zarr(Path(output), lazy, c, output_attrs(model))
     return zarr.open_array(str(output), mode="r")
 
 
@@ -512,10 +526,10 @@ def apply(
     if not isinstance(X, da.Array):
         Y = transform_numpy(model, X, name=name, backend=backend)
     elif lazy:
-        Y = transform_dask(model, X, name, backend)
+        lazy_Y = transform_dask(model, X, name, backend)
         if output is None:
-            return Y
-        Y = Y.compute()
+            return lazy_Y
+        Y = lazy_Y.compute()
     else:
         from .dask_client import dask_client
 
@@ -523,12 +537,12 @@ def apply(
             Y = c.compute(transform_dask(model, X, name, backend)).result()
     if output is not None:
         names = header if header is not None else model.feature_names
-        write_table(output, Y, labels, names, label_name)
+        write_table(output, Y, labels, names, label_name, attrs=output_attrs(model))
         if to_zarr:  # as the workers' Zarr output is (and an exact cdf_ts's): the store, opened read-only
             import zarr
 
             return zarr.open_array(str(output), mode="r")
-    return da.from_array(Y, chunks=X.chunks) if lazy and isinstance(X, da.Array) else Y
+    return da.from_array(Y, chunks=lazy_Y.chunks) if lazy and isinstance(X, da.Array) else Y
 
 
 def as_dask(Y, name: str = "X"):

@@ -47,9 +47,11 @@ def checked_output(output) -> str | None:
 
 
 def write_table(
-    path, X: np.ndarray, labels=None, header: list[str] | None = None, label_name="label"
-) -> None:
-    """Write X (and an untouched label column, appended last) to ``path`` atomically."""
+    path, X: np.ndarray, labels=None, header: list[str] | None = None, label_name="label",
+    attrs: dict | None = None,
+) -> None:  # fmt: skip
+    """Write X (and an untouched label column, appended last) to ``path`` atomically; a ``.zarr`` output
+    keeps ``attrs`` (the other formats have no place for them)."""
     path = Path(path)
     fmt = output_format(path)
     if labels is not None and fmt != ".csv":
@@ -60,7 +62,7 @@ def write_table(
             stacklevel=2,
         )
     if fmt == ".zarr":
-        write_output_zarr(path, X)
+        write_output_zarr(path, X, attrs)
         return
     reason = None
     try:

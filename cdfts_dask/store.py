@@ -69,7 +69,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ._validation import shown_names
+from ._validation import first_difference, shown_names
 from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically
 
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
@@ -290,8 +290,8 @@ class Checkpoint:
         if names is not None and stored_names is not None and list(names) != list(stored_names):
             raise StoreMismatch(
                 f"checkpoint {path!r} was fitted on the columns {shown_names(stored_names)}, this run's "
-                f"X has the columns {shown_names(names)}; resume with the fit's column names (or start a "
-                "new store)"
+                f"X has the columns {shown_names(names)} ({first_difference(names, stored_names)}); resume "
+                "with the fit's column names (or start a new store)"
             )
         done = attrs.get("completed")
         if isinstance(done, bool) or not isinstance(done, int):

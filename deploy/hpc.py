@@ -42,7 +42,7 @@ from pathlib import Path
 from cdfts_dask._validation import check_duration
 from cdfts_dask.cli import build_parser, run_command
 from cdfts_dask.cli.options import HelpFormatter, OneLineErrorParser
-from cdfts_dask.inputs import _check_readable as check_readable
+from cdfts_dask.inputs import check_input_file
 from cdfts_dask.log import logger, verbosity
 from cdfts_dask.outputs import check_writable, output_format
 
@@ -208,7 +208,7 @@ def _cluster(options):
 def run(options, transform, args) -> int:
     """Start the scheduler and ``options.jobs`` worker jobs, then run ``cdfts transform`` on them."""
     # the CLI's own checks, before any job is queued (the input's contents are checked when it is read)
-    check_readable(Path(args.input), "input")
+    check_input_file(args.input, "input")
     output_format(args.output)
     check_writable(args.output)
     from distributed import Client

@@ -81,14 +81,22 @@ BAD_FILES = {
         _csv("a,b\n1,2\n3,x\n4,5\n"),
         TypeError,
         r"non-numeric value 'x' at row 2, column 2 of .* \(if 'b' is a label, not a feature: set it aside, "
-        r"with --label b on the command line\)$",
+        r"with --label=b on the command line\)$",
     ),
     "text-column-without-header": (
         _csv("1,2\n3,x\n4,5\n"), TypeError, r"value 'x' at row 2, column 2 of [^(]*$"  # no name to give
     ),
     # a file of other separators read as one column of text: named as such, not as a non-numeric value
-    "tab-separated": (_csv("a\tb\n1\t2\n3\t4\n"), ValueError, r"in.csv' separates its first row's .* tabs"),
+    "tab-separated": (_csv("a\tb\n1\t2\n3\t4\n"), ValueError, r"in.csv' separates its fields by tabs"),
     "semicolon-separated": (_csv("1;2\n3;4\n5;6\n"), ValueError, r"by semicolons: only comma-separated"),
+    "space-separated-txt": (  # np.savetxt's default: its first row was taken for a header of one name
+        _raw("in.txt", b"1.5e-01 9.5e-01\n2.5e-01 3.5e-01\n4.5e-01 5.5e-01\n"), ValueError,
+        r"in.txt' separates its fields by spaces: .*numpy.savetxt\(new_path, X, delimiter=','\)\)$",
+    ),
+    "semicolons-and-decimal-commas": (  # split by the commas into cells holding ';'
+        _csv("0,5;1,2\n0,7;0,1\n0,2;0,3\n"), TypeError,
+        r"value '7;0' at row 1, column 2 of .* \(a cell holding a ';' or a tab: only comma-separated files",
+    ),
     # a file that is not text, an array or a store was read as CSV (a misleading message, or none)
     "json-file": (_raw("in.json", b"[[1, 2], [3, 4]]"), ValueError, r"unsupported file type '\.json'"),
     "no-suffix": (_raw("points", b"1,2\n3,4\n5,6\n"), ValueError, r"unsupported file type '\(no suffix\)'"),
@@ -417,6 +425,20 @@ def test_a_label_name_that_python_would_take_for_digits_or_with_spaces_is_found(
     src.write_text(f"a,b,{column}\n" + "".join(f"{i}.5,{i}.25,g{i % 2}\n" for i in range(20)))
     X, labels, header = read_table(src, label_column=label)
     assert header == ["a", "b"] and X.shape == (20, 2) and labels[1] == "g1"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x;y\n0.1\n0.5\n0.9\n", '"ratio; %"\n0.1\n0.5\n0.9\n', "0.1\t\n0.5\n0.9\n", "x\t\n0.1\n0.5\n0.9\n"],
+    ids=["semicolon-in-header", "quoted-semicolon", "trailing-tab", "header-trailing-tab"],
+)
+def test_a_one_column_file_whose_first_row_holds_a_separator_is_read(tmp_path, text):
+    """Regression (a review of the separator check): a one-column file was refused as separated by
+    semicolons or tabs when its first row alone held one; only lines that all split alike are."""
+    (tmp_path / "in.csv").write_text(text)
+    X, _, header = read_table(tmp_path / "in.csv")
+    np.testing.assert_array_equal(X[-3:, 0], [0.1, 0.5, 0.9])
+    assert (header is None) == text.startswith("0.1")
 
 
 def test_a_txt_file_is_read_as_comma_separated_text_and_other_suffixes_are_refused_everywhere(tmp_path):

@@ -274,18 +274,32 @@ def test_help_states_each_default_once():
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--wokers", "2"], "transform: error: unrecognized arguments: --wokers 2 (did you mean --workers?)"),
-        (["--chekpoint=a.zarr"], "unrecognized arguments: --chekpoint=a.zarr (did you mean --checkpoint?)"),
-        (["--zzz"], "cdfts transform: error: unrecognized arguments: --zzz (see cdfts transform --help)"),
+        (["IN", "OUT", "--wokers", "2"], "transform: error: unrecognized arguments: --wokers 2 (did you mean "
+         "--workers?)"),
+        (["IN", "OUT", "--chekpoint=a.zarr"], "arguments: --chekpoint=a.zarr (did you mean --checkpoint?)"),
+        (["IN", "OUT", "extra", "--lamda", "0.2"], "arguments: extra --lamda 0.2 (did you mean --lambda?)"),
+        (["IN", "OUT", "--zzz"], "cdfts transform: error: unrecognized arguments: --zzz (see cdfts"),
+        (["IN", "OUT", "--version"], "--version (--version is an option of cdfts itself: cdfts --version)"),
+        # an option of the sub-command where it is not read: not "did you mean" the same option
+        (["--quiet", "IN", "OUT"], "(--quiet is an option of cdfts transform: give it after 'transform')"),
+        (["IN", "--", "OUT", "--lam", "0.2"], "--lam 0.2 (--lam came after '--', where every word is an "
+         "argument: give it before '--')"),
     ],
-)
+)  # fmt: skip
 def test_an_unknown_option_is_named_by_its_sub_command_with_the_likely_one(tmp_path, capsys, argv, message):
     """Regression (a first-hour review): an unknown option was refused by the top-level parser, ``cdfts:
-    error: unrecognized arguments`` and ``see cdfts --help``, which lists no option of the sub-command."""
+    error: unrecognized arguments`` and ``see cdfts --help``, which lists no option of the sub-command.
+    (``--quiet`` stands before ``transform``: the top-level parser has no such option.)"""
     from cdfts_dask.cli import main
 
+    paths = {"IN": str(DATA / "3L.csv"), "OUT": str(tmp_path / "out.csv")}
+    argv = [paths.get(a, a) for a in argv]
+    if argv[0] == "--quiet":
+        argv = ["--quiet", "transform", *argv[1:]]
+    else:
+        argv = ["transform", *argv]
     with pytest.raises(SystemExit) as exit_:
-        main(["transform", str(DATA / "3L.csv"), str(tmp_path / "out.csv"), *argv])
+        main(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and len(err) == 1 and message in err[0], err
     assert err[0].endswith("(see cdfts transform --help)") and list(tmp_path.iterdir()) == []
@@ -324,9 +338,16 @@ def test_long_lists_of_column_names_are_cut_short_in_messages(tmp_path, capsys):
     capsys.readouterr()
     assert main(["apply", store, new, str(tmp_path / "o.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("cdfts apply: error: input has the columns ['b0', 'b1', ") and len(err) < 300, err
+    assert err.startswith("cdfts apply: error: input has the columns ['b0', 'b1', ") and len(err) < 400, err
     assert "'b11', ...] (30 in all), but the model was fitted on ['a0', " in err
-    assert err.endswith("'a11', ...] (30 in all) (same names in the same order)"), err
+    assert err.endswith("'a11', ...] (30 in all) (same names in the same order; column 0 is 'b0', fitted "
+                        "'a0')"), err
+    # lists that differ past the names shown look alike: the first difference is named
+    last = table(tmp_path / "last.csv", "a", 30)
+    (tmp_path / "last.csv").write_text((tmp_path / "last.csv").read_text().replace("a29", "zz", 1))
+    assert main(["apply", store, last, str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("(same names in the same order; column 29 is 'zz', fitted 'a29')"), err
 
 
 def test_the_help_shows_list_defaults_as_they_are_typed_and_an_example(capsys):
@@ -341,3 +362,38 @@ def test_the_help_shows_list_defaults_as_they_are_typed_and_an_example(capsys):
         else:  # the example is the README's quick start, which the README's own tests keep true
             example = text.split("example: ")[1]
             assert example in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["cls", "my label", "-x"])
+def test_the_label_hint_of_a_text_column_is_an_option_that_works(tmp_path, capsys, name):
+    """Regression (a review of the hint): it printed the name raw, ``--label my label`` (two words) and
+    ``--label -x`` (refused by argparse as a missing value); now ``--label=NAME``, shell-quoted."""
+    import re
+    import shlex
+
+    from cdfts_dask.cli import main
+
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_text(f"a,{name}\n" + "".join(f"{i}.5,{'pq'[i % 2]}\n" for i in range(20)))
+    assert main(["transform", str(src), str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    hint = re.search(r"set it aside, with (--label=.*) on the command line\)$", err)
+    assert hint, err
+    assert main(["transform", str(src), str(out), "--quiet", *shlex.split(hint.group(1))]) == 0
+    assert out.read_text().splitlines()[0] == f"a,{name}"  # the label passed through, last
+
+
+@pytest.mark.parametrize(
+    "header,flags",
+    [("a,2", []), ("a,b,b", []), ("lab,a,b", ["--label", "lab"])],
+    ids=["a-number-is-an-index", "a-repeated-name", "a-label-already-set-aside"],
+)
+def test_no_label_hint_where_one_option_would_not_set_the_column_aside(tmp_path, capsys, header, flags):
+    from cdfts_dask.cli import main
+
+    src = tmp_path / "in.csv"
+    ncols = header.count(",") + 1
+    src.write_text(header + "\n" + "".join(",".join(["1.5"] * (ncols - 1) + ["x"]) + "\n" for _ in range(5)))
+    assert main(["transform", str(src), str(tmp_path / "out.csv"), "--quiet", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"non-numeric value 'x' at row 1, column {ncols} of " in err and "set it aside" not in err, err

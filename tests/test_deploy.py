@@ -362,6 +362,8 @@ def test_hpc_scheduler_host_and_install_source(hpc):
     [
         (["missing.npy", "out.npy"], "input: file not found"),
         ([str(DATA / "syn.csv"), "out.txt"], "output: unsupported file type '.txt'"),
+        # Regression: a .py input was refused only once the jobs had been queued and waited for
+        ([__file__, "out.npy"], "input: unsupported file type '.py'"),
         (["in.npy", "out.npy", "--workers", "2"], "--workers is not for hpc.py"),
         (["in.npy", "out.npy", "--jobs", "0"], "--jobs must be at least 1"),
         (["in.npy", "out.npy", "--bogus"], "unrecognized arguments: --bogus"),

@@ -408,6 +408,7 @@ def test_every_entry_point_applies_a_model_to_in_memory_input_here_for_every_out
         returned = est.transform(new, output=tmp_path / f"est{fmt}")
         if fmt == ".zarr":  # as every .zarr output is returned (an exact cdf_ts's, the workers'): opened
             assert isinstance(returned, zarr.Array) and returned.read_only  # read-only (it was NumPy)
+            assert dict(returned.attrs) == {"model_iterations": 2}  # as the workers' (it was {})
         np.testing.assert_array_equal(returned[...], expected)
         assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / f"cli{fmt}", "--quiet") == (0, "")
         assert np.array_equal(reader(tmp_path / f"est{fmt}"), expected)
@@ -415,6 +416,20 @@ def test_every_entry_point_applies_a_model_to_in_memory_input_here_for_every_out
     # the sampled fit runs on its cluster (opened by the run itself); its output is written here
     out = cdf_ts(X, n_references=60, random_state=0, max_iter=2, n_workers=1, output=tmp_path / "s.zarr")
     assert isinstance(out, zarr.Array) and out.read_only and np.array_equal(out[...], sampled)
+    assert dict(out.attrs) == {"model_iterations": 2}
+
+
+def test_a_lazy_transform_is_chunked_alike_with_and_without_an_output(tmp_path):
+    """Regression (a review of model.apply): with an ``output`` the result was chunked like the input's
+    columns too (one chunk per column here), without one as the lazy result (all columns in one)."""
+    X = blobs(120, 3)
+    est = CDFTS(lam=0.15, max_iter=2).fit(X)
+    chunked = da.from_array(X[:100], chunks=(50, 1))
+    lazy = est.transform(chunked)
+    for fmt in (".npy", ".csv"):
+        written = est.transform(chunked, output=tmp_path / f"o{fmt}")
+        assert written.chunks == lazy.chunks == ((50, 50), (3,))
+        np.testing.assert_array_equal(written.compute(), lazy.compute())
 
 
 # -- a completed checkpoint store is a model ---------------------------------------------------------------
@@ -754,7 +769,8 @@ def test_cli_apply_checks_a_csv_header_against_the_fitted_column_names(tmp_path,
     code, err = _apply(capsys, store, tmp_path / "swapped.csv", tmp_path / "o2.csv")
     assert code == 2 and not (tmp_path / "o2.csv").exists()
     assert err == ("cdfts apply: error: input has the columns ['weight', 'height'], but the model was fitted "
-                   "on ['height', 'weight'] (same names in the same order)\n")  # fmt: skip
+                   "on ['height', 'weight'] (same names in the same order; column 0 is 'weight', fitted "
+                   "'height')\n")  # fmt: skip
     cdf_ts(frame, max_iter=2, checkpoint=tmp_path / "api.zarr")  # the API keeps a DataFrame's names too
     assert fitted.load(tmp_path / "api.zarr").feature_names == ["height", "weight"]
     est = CDFTS(max_iter=2).fit(frame)

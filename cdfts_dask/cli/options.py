@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import difflib
 import logging
+import sys
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -28,15 +29,41 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown option is named by the sub-command's parser (``cdfts transform:
-        error: ...``, its own ``--help``), with the option it is most likely a typo of."""
-        parsed, unknown = self.parse_known_args(args, namespace)
+        error: ...``, its own ``--help``), with what it most likely meant (:func:`likely_meant`)."""
+        argv = sys.argv[1:] if args is None else [str(a) for a in args]
+        parsed, unknown = self.parse_known_args(argv, namespace)
         if unknown:
             parser = getattr(parsed, "command_parser", None) or self
-            message = f"unrecognized arguments: {' '.join(unknown)}"
-            options = [o for action in parser._actions for o in action.option_strings]
-            close = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
-            parser.error(message + (f" (did you mean {close[0]}?)" if close else ""))
+            remark = likely_meant(unknown, argv, parser, self)
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}{remark}")
         return parsed
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for action in parser._actions for o in action.option_strings]
+
+
+def likely_meant(unknown: list[str], argv: list[str], parser, top) -> str:
+    """What the first unrecognised option in ``unknown`` most likely meant, as a parenthesised remark
+    (or ""): an option of ``parser`` (the sub-command) given where it is not read (before the
+    sub-command's name, or after ``--``), an option of the ``top`` parser itself, or the long option of
+    ``parser`` closest to it (difflib, compared without the dashes every option shares)."""
+    own = _options(parser)
+    long_names = {o.lstrip("-"): o for o in own if o.startswith("--")}
+    for word in unknown:
+        if not word.startswith("-") or len(word) < 2:
+            continue
+        flag = word.split("=")[0]
+        if flag in own:
+            if "--" in argv and argv.index("--") < argv.index(word):
+                return f" ({flag} came after '--', where every word is an argument: give it before '--')"
+            return f" ({flag} is an option of {parser.prog}: give it after {parser.prog.split()[-1]!r})"
+        if parser is not top and flag in _options(top):
+            return f" ({flag} is an option of {top.prog} itself: {top.prog} {flag})"
+        close = difflib.get_close_matches(flag.lstrip("-"), list(long_names), n=1)
+        if close:
+            return f" (did you mean {long_names[close[0]]}?)"
+    return ""
 
 
 @contextlib.contextmanager
