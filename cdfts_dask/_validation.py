@@ -37,17 +37,18 @@ def shown_names(names) -> str:
 
 def first_difference(names, fitted) -> str:
     """Where a list of column names first differs from the fit's, for a message that shows both lists
-    cut short (:func:`shown_names`), which may then look alike: ``column 19 is 'zz', fitted 'c19'``
-    (``none`` past the end of the shorter list; names cut to 80 characters)."""
+    cut short (:func:`shown_names`), which may then look alike: ``name 20 is 'zz', fitted 'c19'`` (counted
+    from 1 over the names listed; ``none`` past the end of the shorter list; names cut to 200
+    characters)."""
     names, fitted = list(names), list(fitted)
     j = 0
     while j < min(len(names), len(fitted)) and names[j] == fitted[j]:
         j += 1
 
     def at(where: list) -> str:
-        return repr(_cut(where[j], 80)) if j < len(where) else "none"
+        return repr(_cut(where[j], 200)) if j < len(where) else "none"
 
-    return f"column {j} is {at(names)}, fitted {at(fitted)}"
+    return f"name {j + 1} is {at(names)}, fitted {at(fitted)}"
 
 
 def is_integer(value) -> bool:

@@ -287,50 +287,60 @@ def csv_layout(path, label_column=None, name: str = "input", warn: bool = True) 
     return CsvLayout(len(cells), header, label, lineterminator)
 
 
-#: separators a file may use instead of commas, and their names in the refusal (None: runs of blanks,
-#: as ``np.savetxt`` writes by default)
-OTHER_SEPARATORS = (("\t", "tabs"), (";", "semicolons"), (None, "spaces"))
+#: separators a file may use instead of commas: (separator, its name, pandas' ``sep`` for it); None
+#: splits at runs of blanks, as ``np.savetxt`` writes by default
+OTHER_SEPARATORS = (("\t", "tabs", "'\\t'"), (";", "semicolons", "';'"), (None, "spaces", "r'\\s+'"))
 
-#: the first lines of a one-column file looked at for another separator
+#: the first lines of a one-column file looked at for another separator (``#`` comment lines skipped)
 SEPARATOR_LINES = 5
 
 
 def _check_comma_separated(cells: list[str], path, name: str) -> None:
-    """A file read as one column whose first :data:`SEPARATOR_LINES` non-blank lines another separator
-    (:data:`OTHER_SEPARATORS`) splits into the same number, two or more, of non-empty fields each is a
-    file of that separator: refused, naming it (it would fail later as one non-numeric column).  A
-    quoted field is one field, and a one-column file whose header alone holds a ``;`` is read."""
+    """A file read as one column whose first :data:`SEPARATOR_LINES` non-blank, non-comment lines
+    another separator (:data:`OTHER_SEPARATORS`) splits alike, into two or more fields each (trailing
+    empty fields dropped: ``0.1<TAB>`` is one), is a file of that separator: refused, naming it and how
+    to convert it exactly (it would fail later as one non-numeric column).  A quoted field is one field,
+    and a one-column file whose header alone holds a ``;`` is read."""
     if len(cells) != 1:
         return
     lines = _first_lines(Path(path), SEPARATOR_LINES)
-    for separator, called in OTHER_SEPARATORS:
+    for separator, called, sep in OTHER_SEPARATORS:
         counts = {len(_fields(line, separator)) for line in lines}
         if len(counts) == 1 and min(counts) >= 2:
             raise ValueError(
                 f"{name}: {str(path)!r} separates its fields by {called}: only comma-separated files are "
-                "read (convert it: pandas.read_csv(path, sep=...).to_csv(new_path, index=False), or "
-                "numpy.savetxt(new_path, X, delimiter=','))"
+                f"read (convert it, every cell as it is: pandas.read_csv(path, sep={sep}, header=None, "
+                "dtype=str, keep_default_na=False).to_csv(new_path, header=False, index=False))"
             )
 
 
 def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> list[str]:
-    """The first ``count`` non-blank lines of a text file (each read up to ``limit`` characters; a BOM
-    and undecodable bytes as the reader would see them)."""
+    """The first ``count`` non-blank lines of a text file that are not ``#`` comments, as the reader
+    sees them (a BOM dropped, undecodable bytes replaced); fewer where a line is longer than ``limit``
+    characters (the lines before it)."""
     lines: list[str] = []
     with open(path, encoding="utf-8-sig", errors="replace", newline=None) as fh:
         while len(lines) < count:
             line = fh.readline(limit)
             if not line:
                 break
-            if line.strip():
+            if len(line) == limit and not line.endswith("\n"):  # a longer line: not looked at
+                break
+            if line.strip() and not line.lstrip().startswith("#"):
                 lines.append(line.rstrip("\r\n"))
     return lines
 
 
 def _fields(line: str, separator: str | None) -> list[str]:
-    """The non-empty fields of ``line`` split by ``separator`` (quotes respected), or by runs of blanks."""
-    fields = line.split() if separator is None else next(csv.reader([line], delimiter=separator), [])
-    return [f for f in fields if f.strip()]
+    """``line``'s fields split by ``separator`` (quotes respected; trailing empty fields dropped), or by
+    runs of blanks."""
+    if separator is None:
+        return line.split()
+    with _any_field_size():
+        fields = next(csv.reader([line], delimiter=separator), [])
+    while fields and not fields[-1].strip():
+        fields.pop()
+    return fields
 
 
 def _line_breaks_are_lone_cr(path: Path) -> bool:
@@ -614,17 +624,19 @@ def csv_error(path: Path, layout: CsvLayout, name: str) -> Exception:
 
 
 def _text_cell_hint(text: str, layout: CsvLayout, col: int) -> str:
-    """What a text cell in file column ``col`` (1-based) most likely means, for its error: a cell holding
-    a ``;`` or a tab is a file of other separators; a cell under a header is often a label, set aside by
-    ``--label=NAME`` (shell-quoted), said only where that one option does it: no label set aside yet, and
-    a name that ``--label`` reads as that column (not a number, which it reads as an index, nor a name the
-    header repeats)."""
-    if ";" in text or "\t" in text:
-        return " (a cell holding a ';' or a tab: only comma-separated files are read)"
-    if layout.header is None or layout.label is not None:
+    """What a text cell in file column ``col`` (1-based) most likely means, for its error: where both it
+    and a header name hold a ``;`` or a tab, a file of other separators; under a header, often a label,
+    set aside by ``--label=NAME`` (shell-quoted), said only where that one option does it: a file of two
+    or more columns, no label set aside yet, and a printable name that ``--label`` reads as that column
+    (not a number, which it reads as an index, nor a name the header repeats)."""
+    header = layout.header or []
+    for separator in (";", "\t"):
+        if separator in text and any(separator in h for h in header):
+            return f" (a {separator!r} in this cell and in the header: only comma-separated files are read)"
+    if not header or layout.label is not None or layout.ncols < 2:
         return ""
-    column = layout.header[col - 1]
-    if not column or _is_number(column) or is_index_text(column) or layout.header.count(column) > 1:
+    column = header[col - 1]
+    if not column.isprintable() or _is_number(column) or is_index_text(column) or header.count(column) > 1:
         return ""
     return (f" (if {column!r} is a label, not a feature: set it aside, with --label={shlex.quote(column)} "
             "on the command line)")  # fmt: skip

@@ -91,11 +91,17 @@ BAD_FILES = {
     "semicolon-separated": (_csv("1;2\n3;4\n5;6\n"), ValueError, r"by semicolons: only comma-separated"),
     "space-separated-txt": (  # np.savetxt's default: its first row was taken for a header of one name
         _raw("in.txt", b"1.5e-01 9.5e-01\n2.5e-01 3.5e-01\n4.5e-01 5.5e-01\n"), ValueError,
-        r"in.txt' separates its fields by spaces: .*numpy.savetxt\(new_path, X, delimiter=','\)\)$",
+        r"in.txt' separates its fields by spaces: only comma-separated files are read \(convert it, every",
+    ),
+    "savetxt-with-a-header": (  # its '# a b' line is a comment: the lines under it split alike
+        _raw("in.txt", b"# a b\n1.5 2.5\n3.5 4.5\n5.5 6.5\n"), ValueError, r"separates its fields by spaces"
+    ),
+    "pandas-index-tab-separated": (  # to_csv(sep="\t") writes an unnamed index: its header has an empty field
+        _csv("\ta\tb\n0\t1.5\t2.5\n1\t3.5\t4.5\n"), ValueError, r"separates its fields by tabs"
     ),
     "semicolons-and-decimal-commas": (  # split by the commas into cells holding ';'
         _csv("0,5;1,2\n0,7;0,1\n0,2;0,3\n"), TypeError,
-        r"value '7;0' at row 1, column 2 of .* \(a cell holding a ';' or a tab: only comma-separated files",
+        r"value '7;0' at row 1, column 2 of .* \(a ';' in this cell and in the header: only comma-separated",
     ),
     # a file that is not text, an array or a store was read as CSV (a misleading message, or none)
     "json-file": (_raw("in.json", b"[[1, 2], [3, 4]]"), ValueError, r"unsupported file type '\.json'"),
@@ -429,9 +435,12 @@ def test_a_label_name_that_python_would_take_for_digits_or_with_spaces_is_found(
 
 @pytest.mark.parametrize(
     "text",
-    ["x;y\n0.1\n0.5\n0.9\n", '"ratio; %"\n0.1\n0.5\n0.9\n', "0.1\t\n0.5\n0.9\n", "x\t\n0.1\n0.5\n0.9\n"],
-    ids=["semicolon-in-header", "quoted-semicolon", "trailing-tab", "header-trailing-tab"],
-)
+    ["x;y\n0.1\n0.5\n0.9\n", '"ratio; %"\n0.1\n0.5\n0.9\n', "0.1\t\n0.5\n0.9\n", "x\t\n0.1\n0.5\n0.9\n",
+     "0.1\t\n0.5\t\n0.9\t\n", "x" * 200_000 + "\n0.1\n0.5\n0.9\n",
+     "x\ty" + "z" * 200_000 + "\n0.1\n0.5\n0.9\n"],
+    ids=["semicolon-in-header", "quoted-semicolon", "trailing-tab", "header-trailing-tab",
+         "every-line-a-trailing-tab", "a-header-over-the-csv-field-limit", "a-tab-in-a-long-header"],
+)  # fmt: skip
 def test_a_one_column_file_whose_first_row_holds_a_separator_is_read(tmp_path, text):
     """Regression (a review of the separator check): a one-column file was refused as separated by
     semicolons or tabs when its first row alone held one; only lines that all split alike are."""
@@ -439,6 +448,22 @@ def test_a_one_column_file_whose_first_row_holds_a_separator_is_read(tmp_path, t
     X, _, header = read_table(tmp_path / "in.csv")
     np.testing.assert_array_equal(X[-3:, 0], [0.1, 0.5, 0.9])
     assert (header is None) == text.startswith("0.1")
+
+
+def test_the_conversion_a_refused_separator_names_reads_every_cell_as_it_was(tmp_path):
+    """The refusal's pandas line, run as written, gives the comma-separated file of the same cells:
+    np.savetxt's spaces with two equal values in the first row (pandas' default header would rename the
+    second, and the row would then be taken for a header and dropped: one row fewer, exit 0)."""
+    X = np.random.default_rng(5).random((30, 2))
+    X[0] = [0.5, 0.5]
+    path = tmp_path / "in.txt"
+    np.savetxt(path, X)
+    with pytest.raises(ValueError, match="separates its fields by spaces") as refused:
+        read_table(path)
+    line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refused.value)).group(1)
+    new_path = tmp_path / "converted.csv"
+    eval(line, {"pandas": pd, "path": path, "new_path": new_path})
+    np.testing.assert_array_equal(read_table(new_path)[0], X)
 
 
 def test_a_txt_file_is_read_as_comma_separated_text_and_other_suffixes_are_refused_everywhere(tmp_path):

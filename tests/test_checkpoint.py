@@ -552,7 +552,7 @@ def test_a_resume_keeps_the_fits_column_names_and_refuses_other_ones(tmp_path, p
         cdf_ts(points, lam=0.2, max_iter=max_iter, delta=1e-12, method="dense", checkpoint=store, resume=True)
         assert load(store).feature_names == names and load(store).n_iter == max_iter
     with pytest.raises(StoreMismatch, match=r"fitted on the columns \['height', 'weight'\], this run's X has "
-                                            r"the columns \['weight', 'height'\] \(column 0 is 'weight', "
+                                            r"the columns \['weight', 'height'\] \(name 1 is 'weight', "
                                             r"fitted 'height'\); resume with"):  # fmt: skip
         cdf_ts(points, lam=0.2, max_iter=4, method="dense", checkpoint=store, resume=True,
                feature_names=names[::-1])  # fmt: skip

@@ -274,32 +274,32 @@ def test_help_states_each_default_once():
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["IN", "OUT", "--wokers", "2"], "transform: error: unrecognized arguments: --wokers 2 (did you mean "
-         "--workers?)"),
-        (["IN", "OUT", "--chekpoint=a.zarr"], "arguments: --chekpoint=a.zarr (did you mean --checkpoint?)"),
-        (["IN", "OUT", "extra", "--lamda", "0.2"], "arguments: extra --lamda 0.2 (did you mean --lambda?)"),
-        (["IN", "OUT", "--zzz"], "cdfts transform: error: unrecognized arguments: --zzz (see cdfts"),
-        (["IN", "OUT", "--version"], "--version (--version is an option of cdfts itself: cdfts --version)"),
+        (["transform", "IN", "OUT", "--wokers", "2"], "transform: error: unrecognized arguments: --wokers 2 "
+         "(did you mean --workers?)"),
+        (["transform", "IN", "OUT", "--chekpoint=a.zarr"], "--chekpoint=a.zarr (did you mean --checkpoint?)"),
+        (["transform", "IN", "OUT", "extra", "--lamda", "0.2"], "extra --lamda 0.2 (did you mean --lambda?)"),
+        (["transform", "IN", "OUT", "--zzz"], "cdfts transform: error: unrecognized arguments: --zzz (see"),
+        (["transform", "IN", "OUT", "--version"], "(--version is an option of cdfts itself: cdfts --version"),
         # an option of the sub-command where it is not read: not "did you mean" the same option
-        (["--quiet", "IN", "OUT"], "(--quiet is an option of cdfts transform: give it after 'transform')"),
-        (["IN", "--", "OUT", "--lam", "0.2"], "--lam 0.2 (--lam came after '--', where every word is an "
-         "argument: give it before '--')"),
+        (["--quiet", "transform", "IN", "OUT"], "(--quiet is an option of cdfts transform: give it after "
+         "'transform')"),
+        (["--lam", "0.2", "transform", "IN", "OUT"], "arguments: --lam 0.2 (--lam is an option of cdfts "
+         "transform: give it after 'transform')"),  # argparse took 0.2 for the sub-command
+        (["-k5", "transform", "IN", "OUT"], "-k5 (-k is an option of cdfts transform: give it after"),
+        (["--lamda=0.2", "transform", "IN", "OUT"], "(did you mean --lambda, after 'transform'?)"),
+        (["transform", "IN", "--", "OUT", "--lam", "0.2"], "--lam 0.2 (--lam came after '--', where every "
+         "word is an argument: give it before '--')"),
+        (["transform", "--quiet", "IN", "OUT", "--", "--quiet"], "--quiet (--quiet came after '--'"),
     ],
 )  # fmt: skip
 def test_an_unknown_option_is_named_by_its_sub_command_with_the_likely_one(tmp_path, capsys, argv, message):
     """Regression (a first-hour review): an unknown option was refused by the top-level parser, ``cdfts:
-    error: unrecognized arguments`` and ``see cdfts --help``, which lists no option of the sub-command.
-    (``--quiet`` stands before ``transform``: the top-level parser has no such option.)"""
+    error: unrecognized arguments`` and ``see cdfts --help``, which lists no option of the sub-command."""
     from cdfts_dask.cli import main
 
     paths = {"IN": str(DATA / "3L.csv"), "OUT": str(tmp_path / "out.csv")}
-    argv = [paths.get(a, a) for a in argv]
-    if argv[0] == "--quiet":
-        argv = ["--quiet", "transform", *argv[1:]]
-    else:
-        argv = ["transform", *argv]
     with pytest.raises(SystemExit) as exit_:
-        main(argv)
+        main([paths.get(a, a) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and len(err) == 1 and message in err[0], err
     assert err[0].endswith("(see cdfts transform --help)") and list(tmp_path.iterdir()) == []
@@ -340,14 +340,14 @@ def test_long_lists_of_column_names_are_cut_short_in_messages(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("cdfts apply: error: input has the columns ['b0', 'b1', ") and len(err) < 400, err
     assert "'b11', ...] (30 in all), but the model was fitted on ['a0', " in err
-    assert err.endswith("'a11', ...] (30 in all) (same names in the same order; column 0 is 'b0', fitted "
+    assert err.endswith("'a11', ...] (30 in all) (same names in the same order; name 1 is 'b0', fitted "
                         "'a0')"), err
     # lists that differ past the names shown look alike: the first difference is named
     last = table(tmp_path / "last.csv", "a", 30)
     (tmp_path / "last.csv").write_text((tmp_path / "last.csv").read_text().replace("a29", "zz", 1))
     assert main(["apply", store, last, str(tmp_path / "o.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("(same names in the same order; column 29 is 'zz', fitted 'a29')"), err
+    assert err.endswith("(same names in the same order; name 30 is 'zz', fitted 'a29')"), err
 
 
 def test_the_help_shows_list_defaults_as_they_are_typed_and_an_example(capsys):
@@ -385,15 +385,32 @@ def test_the_label_hint_of_a_text_column_is_an_option_that_works(tmp_path, capsy
 
 @pytest.mark.parametrize(
     "header,flags",
-    [("a,2", []), ("a,b,b", []), ("lab,a,b", ["--label", "lab"])],
-    ids=["a-number-is-an-index", "a-repeated-name", "a-label-already-set-aside"],
-)
+    [("a,2", []), ("a,b,b", []), ("lab,a,b", ["--label", "lab"]), ("name", []), ('a,"my\nname"', [])],
+    ids=["a-number-is-an-index", "a-repeated-name", "a-label-already-set-aside", "the-only-column",
+         "a-name-of-two-lines"],
+)  # fmt: skip
 def test_no_label_hint_where_one_option_would_not_set_the_column_aside(tmp_path, capsys, header, flags):
+    """Regression (a review of the hint): ``--label=name`` for a one-column file (leaving zero columns),
+    and a name holding a line break made the one-line error two lines."""
     from cdfts_dask.cli import main
 
     src = tmp_path / "in.csv"
-    ncols = header.count(",") + 1
+    ncols = header.replace('"my\nname"', "n").count(",") + 1
     src.write_text(header + "\n" + "".join(",".join(["1.5"] * (ncols - 1) + ["x"]) + "\n" for _ in range(5)))
     assert main(["transform", str(src), str(tmp_path / "out.csv"), "--quiet", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert f"non-numeric value 'x' at row 1, column {ncols} of " in err and "set it aside" not in err, err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_semicolon_in_a_label_cell_of_a_comma_separated_file_is_no_separator(tmp_path, capsys):
+    """Regression (a review of the hint): "setosa; wild" under ``species`` was said to mean a file of
+    other separators; the ``;`` note is for a file whose header holds one too."""
+    from cdfts_dask.cli import main
+
+    src = tmp_path / "in.csv"
+    src.write_text("species,a,b\n" + "".join(f"setosa; wild,{i}.5,{i}.25\n" for i in range(10)))
+    assert main(["transform", str(src), str(tmp_path / "o.csv"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(if 'species' is a label, not a feature: set it aside, "
+                                                    "with --label=species on the command line)")  # fmt: skip
+    assert main(["transform", str(src), str(tmp_path / "o.csv"), "--quiet", "--label=species"]) == 0

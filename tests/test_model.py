@@ -769,7 +769,7 @@ def test_cli_apply_checks_a_csv_header_against_the_fitted_column_names(tmp_path,
     code, err = _apply(capsys, store, tmp_path / "swapped.csv", tmp_path / "o2.csv")
     assert code == 2 and not (tmp_path / "o2.csv").exists()
     assert err == ("cdfts apply: error: input has the columns ['weight', 'height'], but the model was fitted "
-                   "on ['height', 'weight'] (same names in the same order; column 0 is 'weight', fitted "
+                   "on ['height', 'weight'] (same names in the same order; name 1 is 'weight', fitted "
                    "'height')\n")  # fmt: skip
     cdf_ts(frame, max_iter=2, checkpoint=tmp_path / "api.zarr")  # the API keeps a DataFrame's names too
     assert fitted.load(tmp_path / "api.zarr").feature_names == ["height", "weight"]

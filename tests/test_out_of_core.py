@@ -185,7 +185,7 @@ def _eager_error(path):
     "bad_line, kind, message",
     [
         ("3,oops", TypeError, r"^X: non-numeric value 'oops' at row 1001, column 2 of '.*bad.csv' \(if 'b' "
-         r"is a label, not a feature: set it aside, with --label b on the command line\)$"),
+         r"is a label, not a feature: set it aside, with --label=b on the command line\)$"),
         ("3,", ValueError, r"^X: missing value \(empty cell\) at row 1001, column 2 of '.*bad.csv'$"),
     ],
 )

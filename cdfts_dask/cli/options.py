@@ -29,12 +29,24 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown option is named by the sub-command's parser (``cdfts transform:
-        error: ...``, its own ``--help``), with what it most likely meant (:func:`likely_meant`)."""
+        error: ...``, its own ``--help``), with what it most likely meant (:func:`likely_meant`); a word
+        before the sub-command's name that is no option of this parser is refused so, before parsing
+        (argparse would take the value of ``cdfts --lam 0.2 transform`` for the sub-command)."""
         argv = sys.argv[1:] if args is None else [str(a) for a in args]
+        commands = _sub_commands(self)
+        at = next((i for i, word in enumerate(argv) if word in commands), None)
+        if at:
+            own = _options(self)
+            stray = [w for w in argv[:at] if w.split("=")[0] not in own and w != "--"]
+            if stray:
+                parser = commands[argv[at]]
+                remark = likely_meant(stray, [], parser, self, where=f"after {argv[at]!r}")
+                parser.error(f"unrecognized arguments: {' '.join(stray)}{remark}")
         parsed, unknown = self.parse_known_args(argv, namespace)
         if unknown:
             parser = getattr(parsed, "command_parser", None) or self
-            remark = likely_meant(unknown, argv, parser, self)
+            dashes = argv.index("--") if "--" in argv else len(argv)
+            remark = likely_meant(unknown, argv[dashes + 1 :], parser, self)
             parser.error(f"unrecognized arguments: {' '.join(unknown)}{remark}")
         return parsed
 
@@ -43,26 +55,34 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     return [o for action in parser._actions for o in action.option_strings]
 
 
-def likely_meant(unknown: list[str], argv: list[str], parser, top) -> str:
-    """What the first unrecognised option in ``unknown`` most likely meant, as a parenthesised remark
-    (or ""): an option of ``parser`` (the sub-command) given where it is not read (before the
-    sub-command's name, or after ``--``), an option of the ``top`` parser itself, or the long option of
-    ``parser`` closest to it (difflib, compared without the dashes every option shares)."""
+def _sub_commands(parser: argparse.ArgumentParser) -> dict:
+    """The parser's sub-command parsers by name (none for a parser without sub-commands)."""
+    return next((dict(a.choices) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+
+
+def likely_meant(unknown: list[str], after_dashes: list[str], parser, top, where: str = "") -> str:
+    """What an unrecognised option in ``unknown`` most likely meant (the first that says something),
+    as a parenthesised remark (or ""): an option of ``parser`` (the sub-command) given where it is not
+    read (``where``: before the sub-command's name, or among ``after_dashes``, the words after ``--``),
+    an option of the ``top`` parser itself, or the long option of ``parser`` closest to it (difflib,
+    compared without the dashes they all share).  ``-k5`` is read as ``-k``."""
     own = _options(parser)
     long_names = {o.lstrip("-"): o for o in own if o.startswith("--")}
     for word in unknown:
         if not word.startswith("-") or len(word) < 2:
             continue
         flag = word.split("=")[0]
+        if not flag.startswith("--") and flag[:2] in own:  # a short option with its value attached
+            flag = flag[:2]
         if flag in own:
-            if "--" in argv and argv.index("--") < argv.index(word):
+            if word in after_dashes:
                 return f" ({flag} came after '--', where every word is an argument: give it before '--')"
-            return f" ({flag} is an option of {parser.prog}: give it after {parser.prog.split()[-1]!r})"
+            return f" ({flag} is an option of {parser.prog}: give it {where or 'there'})"
         if parser is not top and flag in _options(top):
             return f" ({flag} is an option of {top.prog} itself: {top.prog} {flag})"
         close = difflib.get_close_matches(flag.lstrip("-"), list(long_names), n=1)
         if close:
-            return f" (did you mean {long_names[close[0]]}?)"
+            return f" (did you mean {long_names[close[0]]}{', ' + where if where else ''}?)"
     return ""
 
 
