@@ -303,22 +303,24 @@ def _check_comma_separated(cells: list[str], path, name: str) -> None:
     and a one-column file whose header alone holds a ``;`` is read."""
     if len(cells) != 1:
         return
-    lines = _first_lines(Path(path), SEPARATOR_LINES)
+    lines, comments = _first_lines(Path(path), SEPARATOR_LINES)
     for separator, called, sep in OTHER_SEPARATORS:
         counts = {len(_fields(line, separator)) for line in lines}
         if len(counts) == 1 and min(counts) >= 2:
+            comment = "comment='#', " if comments else ""  # np.savetxt's header line
             raise ValueError(
                 f"{name}: {str(path)!r} separates its fields by {called}: only comma-separated files are "
                 f"read (convert it, every cell as it is: pandas.read_csv(path, sep={sep}, header=None, "
-                "dtype=str, keep_default_na=False).to_csv(new_path, header=False, index=False))"
+                f"{comment}dtype=str, keep_default_na=False).to_csv(new_path, header=False, index=False))"
             )
 
 
-def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> list[str]:
+def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> tuple[list[str], bool]:
     """The first ``count`` non-blank lines of a text file that are not ``#`` comments, as the reader
-    sees them (a BOM dropped, undecodable bytes replaced); fewer where a line is longer than ``limit``
-    characters (the lines before it)."""
+    sees them (a BOM dropped, undecodable bytes replaced; fewer where a line is longer than ``limit``
+    characters: the lines before it), and whether a comment line was passed over."""
     lines: list[str] = []
+    comments = False
     with open(path, encoding="utf-8-sig", errors="replace", newline=None) as fh:
         while len(lines) < count:
             line = fh.readline(limit)
@@ -326,9 +328,11 @@ def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> list[str]:
                 break
             if len(line) == limit and not line.endswith("\n"):  # a longer line: not looked at
                 break
-            if line.strip() and not line.lstrip().startswith("#"):
+            if line.lstrip().startswith("#"):
+                comments = True
+            elif line.strip():
                 lines.append(line.rstrip("\r\n"))
-    return lines
+    return lines, comments
 
 
 def _fields(line: str, separator: str | None) -> list[str]:

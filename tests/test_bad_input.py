@@ -450,14 +450,16 @@ def test_a_one_column_file_whose_first_row_holds_a_separator_is_read(tmp_path, t
     assert (header is None) == text.startswith("0.1")
 
 
-def test_the_conversion_a_refused_separator_names_reads_every_cell_as_it_was(tmp_path):
+@pytest.mark.parametrize("header", ["", "a b"], ids=["no-header", "a-header-comment"])
+def test_the_conversion_a_refused_separator_names_reads_every_cell_as_it_was(tmp_path, header):
     """The refusal's pandas line, run as written, gives the comma-separated file of the same cells:
     np.savetxt's spaces with two equal values in the first row (pandas' default header would rename the
-    second, and the row would then be taken for a header and dropped: one row fewer, exit 0)."""
+    second, and the row would then be taken for a header and dropped: one row fewer, exit 0), and its
+    ``# a b`` header line (a comment)."""
     X = np.random.default_rng(5).random((30, 2))
     X[0] = [0.5, 0.5]
     path = tmp_path / "in.txt"
-    np.savetxt(path, X)
+    np.savetxt(path, X, header=header)
     with pytest.raises(ValueError, match="separates its fields by spaces") as refused:
         read_table(path)
     line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refused.value)).group(1)
