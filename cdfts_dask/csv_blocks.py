@@ -38,7 +38,6 @@ from pathlib import Path
 import numpy as np
 
 from .csv_input import (
-    CSV_SUFFIXES,
     CsvLayout,
     LineScan,
     csv_error,
@@ -56,11 +55,11 @@ CSV_BLOCK_BYTES = 32 * 2**20
 
 
 def is_large_csv(X) -> bool:
-    """A path to an existing CSV file (:data:`~cdfts_dask.csv_input.CSV_SUFFIXES`) of at least
+    """A path to an existing CSV file (:func:`~cdfts_dask.inputs.is_csv_path`) of at least
     :data:`CSV_ON_WORKERS_BYTES` bytes."""
-    from .inputs import is_path
+    from .inputs import is_csv_path
 
-    if not is_path(X) or Path(X).suffix.lower() not in CSV_SUFFIXES or not Path(X).is_file():
+    if not is_csv_path(X) or not Path(X).is_file():
         return False
     return Path(X).stat().st_size >= CSV_ON_WORKERS_BYTES
 

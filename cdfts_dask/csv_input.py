@@ -640,7 +640,7 @@ def _text_cell_hint(text: str, layout: CsvLayout, col: int) -> str:
     if not header or layout.label is not None or layout.ncols < 2:
         return ""
     column = header[col - 1]
-    if not column.isprintable() or _is_number(column) or is_index_text(column) or header.count(column) > 1:
+    if not column.isprintable() or _is_number(column) or header.count(column) > 1:
         return ""
     return (f" (if {column!r} is a label, not a feature: set it aside, with --label={shlex.quote(column)} "
             "on the command line)")  # fmt: skip

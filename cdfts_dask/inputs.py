@@ -49,15 +49,16 @@ def check_input_file(path, name: str = "input") -> None:
     _check_input_type(path, name)
 
 
-def _is_csv(path: Path) -> bool:
-    """Whether :func:`read_table` reads ``path`` as CSV text (a file named as :data:`CSV_SUFFIXES`)."""
-    return path.suffix.lower() in CSV_SUFFIXES and not path.is_dir()
+def is_csv_path(X) -> bool:
+    """Whether X is a path :func:`read_table` reads as CSV text (not a folder, named as
+    :data:`CSV_SUFFIXES`)."""
+    return is_path(X) and Path(X).suffix.lower() in CSV_SUFFIXES and not Path(X).is_dir()
 
 
 def csv_header(X, name: str = "X") -> list[str] | None:
     """The column names of a CSV file's header row when X is a path read as CSV (every column a
     feature: no label column), else None; reads the first row only."""
-    if not is_path(X) or not _is_csv(Path(X)):
+    if not is_csv_path(X):
         return None
     return csv_layout(X, None, name).feature_header()
 
@@ -72,7 +73,7 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
     """
     path = Path(path)
     check_input_file(path, name)
-    if _is_csv(path):
+    if is_csv_path(path):
         X, labels, header = read_csv_table(path, label_column, name)
         return X, labels, header
     if path.suffix.lower() == ".npy":

@@ -521,6 +521,7 @@ def apply(
     from .outputs import output_format, write_table
 
     to_zarr = output is not None and output_format(output) == ".zarr"
+    chunks = None  # a lazy result written to a .npy / .csv is returned chunked as it was
     if isinstance(X, da.Array) and to_zarr and labels is None:
         return transform_to_zarr(model, X, output, client, n_workers, backend, security)
     if not isinstance(X, da.Array):
@@ -529,7 +530,7 @@ def apply(
         lazy_Y = transform_dask(model, X, name, backend)
         if output is None:
             return lazy_Y
-        Y = lazy_Y.compute()
+        Y, chunks = lazy_Y.compute(), lazy_Y.chunks
     else:
         from .dask_client import dask_client
 
@@ -542,7 +543,7 @@ def apply(
             import zarr
 
             return zarr.open_array(str(output), mode="r")
-    return da.from_array(Y, chunks=lazy_Y.chunks) if lazy and isinstance(X, da.Array) else Y
+    return Y if chunks is None else da.from_array(Y, chunks=chunks)
 
 
 def as_dask(Y, name: str = "X"):

@@ -103,9 +103,9 @@ def label_name(input_path, label) -> str:
     """Header of the passed-through label column: its name in the input CSV's header row, whether
     ``--label`` gave the name or the index; "label" when the input has no header row."""
     from .csv_input import csv_layout
-    from .inputs import _is_csv
+    from .inputs import is_csv_path
 
-    if label is None or not _is_csv(Path(input_path)):
+    if label is None or not is_csv_path(input_path):
         return "label"
     layout = csv_layout(input_path, label, "input", warn=False)  # its first row; warned about at the read
     return "label" if layout.header is None or layout.label is None else layout.header[layout.label]

@@ -34,7 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
-        sub.choices[name].set_defaults(command_parser=sub.choices[name])  # names its own usage errors
     return parser
 
 

@@ -33,7 +33,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
         before the sub-command's name that is no option of this parser is refused so, before parsing
         (argparse would take the value of ``cdfts --lam 0.2 transform`` for the sub-command)."""
         argv = sys.argv[1:] if args is None else [str(a) for a in args]
-        commands = _sub_commands(self)
+        dest, commands = _sub_commands(self)
         at = next((i for i, word in enumerate(argv) if word in commands), None)
         if at:
             own = _options(self)
@@ -44,7 +44,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
                 parser.error(f"unrecognized arguments: {' '.join(stray)}{remark}")
         parsed, unknown = self.parse_known_args(argv, namespace)
         if unknown:
-            parser = getattr(parsed, "command_parser", None) or self
+            parser = commands.get(getattr(parsed, dest, None), self) if dest else self
             dashes = argv.index("--") if "--" in argv else len(argv)
             remark = likely_meant(unknown, argv[dashes + 1 :], parser, self)
             parser.error(f"unrecognized arguments: {' '.join(unknown)}{remark}")
@@ -55,9 +55,10 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     return [o for action in parser._actions for o in action.option_strings]
 
 
-def _sub_commands(parser: argparse.ArgumentParser) -> dict:
-    """The parser's sub-command parsers by name (none for a parser without sub-commands)."""
-    return next((dict(a.choices) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+def _sub_commands(parser: argparse.ArgumentParser) -> tuple[str | None, dict]:
+    """The ``dest`` of the parser's sub-commands and their parsers by name (None and none without)."""
+    action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return (None, {}) if action is None else (action.dest, dict(action.choices))
 
 
 def likely_meant(unknown: list[str], after_dashes: list[str], parser, top, where: str = "") -> str:
