@@ -367,6 +367,26 @@ def test_numba_cuda_on_a_numpy_without_row_stack_fails_at_import_saying_what_to_
     assert last.startswith("ImportError: numba-cuda ") and "NumPy" in last and "'numpy<2.5'" in last, last
 
 
+@pytest.mark.parametrize("imported,later", [("1", "0"), ("0", "1")])
+def test_the_kernels_follow_how_numba_cuda_was_imported_not_the_environment_later(imported, later):
+    """Regression: the simulator flag was read from ``NUMBA_ENABLE_CUDASIM`` when the kernels were imported.
+    Changed after ``numba.cuda`` was imported, the kernels were built for the other target: on a real GPU,
+    float64 ``mul_rn`` as the simulator's plain multiply (fused into FMAs: exact membership lost)."""
+    code = (
+        "import os\n"
+        "from numba import cuda\n"
+        f"os.environ['NUMBA_ENABLE_CUDASIM'] = {later!r}\n"
+        "from cdfts_dask.engine import cuda_kernels\n"
+        "print(cuda_kernels.SIMULATOR, cuda.jit.__module__)\n"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": imported}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    simulated, jit_module = run.stdout.split()
+    assert simulated == str(imported == "1")
+    assert (jit_module == "numba.cuda.simulator.api") == (imported == "1")
+
+
 @simulated_cuda
 def test_kernel_profile_script_times_every_kernel(tmp_path):
     """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` stage of gpu_figures.sh) runs the four

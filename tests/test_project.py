@@ -66,6 +66,22 @@ def test_gpu_figures_fails_when_the_gpu_tests_skip(tmp_path):
     assert "== tests: exit 1" in log
 
 
+def test_gpu_figures_stops_a_stage_at_its_limit_and_goes_on(tmp_path):
+    """A hung stage must not take the lent machine's whole command: each stage runs under a time limit
+    (STAGE_LIMIT_S here, 1 s: less than pytest takes to start), fails alone, and the next stage runs."""
+    out = tmp_path / "figures"
+    env = cli_env() | {"OUT": str(out), "KIT": str(tmp_path / "no-kit"), "SITE": str(tmp_path / "site")}
+    env |= {"PYTHON": sys.executable, "STAGE_LIMIT_S": "1"}
+    res = subprocess.run(
+        ["bash", "docs/scripts/gpu_figures.sh", "tests", "tests"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr  # both stages failed, the second one ran
+    log = (out / "tests.log").read_text()
+    assert "gpu_figures: stopped after its limit of 1 s: " in log and "== tests: exit 124" in log, log
+    assert res.stdout.count("== tests (") == 2
+
+
 def test_random_configurations_check_runs_and_finds_nothing():
     """docs/scripts/random_configs_check.py (the wider random net over the engine, the simulated CUDA
     bodies and the model): its quickest mode, for two seconds, checks some cases and finds no mismatch."""

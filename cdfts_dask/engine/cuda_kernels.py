@@ -44,15 +44,28 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 
 import numpy as np
 from numba import cuda
 
 from .plan import exact_below, rho_float64, sq_bound_factors
 
+
+def numba_cuda_is_simulated() -> bool:
+    """Whether ``numba.cuda`` was imported as numba's CUDA simulator (kernels run on NumPy arrays, in
+    Python: tests on machines without a GPU): numba-cuda's own flag, fixed when it was imported, rather
+    than ``NUMBA_ENABLE_CUDASIM`` as the environment says now, which may have changed since.  The
+    kernels must be built for what numba compiles them with: on a real GPU, float64 ``mul_rn`` taken for
+    the simulator's plain multiply would be fused into FMAs, and exact membership silently lost."""
+    try:
+        from numba.cuda.core import config
+    except ImportError:  # numba's own numba.cuda (before numba-cuda): one config for both
+        from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)
-SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+SIMULATOR = numba_cuda_is_simulated()
 #: the most static shared memory one kernel may declare (CUDA: 48 KiB on every architecture)
 STATIC_SHARED_BYTES = 48 * 1024
 

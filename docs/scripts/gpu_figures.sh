@@ -12,12 +12,14 @@
 #           same points, one process (docs/scripts/keops_peer_bench.py --device cuda).
 #
 # Each stage writes its log under $OUT (default ./gpu-figures) and keeps going after a failing stage;
-# the exit status is the number of failed stages.  Where the host cannot reach a package index, run
+# the exit status is the number of failed stages.  Each stage's commands run under a time limit (tests
+# 300 s, kernels 150 s, bench 300 s, peer 300 s; STAGE_LIMIT_S sets one for all): a hung stage fails
+# alone and leaves time for the others on a lent machine whose command has a wall-clock limit.  Where the host cannot reach a package index, run
 # docs/scripts/gpu_kit.sh on a machine that can and bring .gpu-kit/ along: its wheels are installed
 # into $SITE first (nothing is installed into the host's own environment).
 #
 # Environment: OUT, KIT (default .gpu-kit), SITE (where the kit goes, default /tmp/site), PYTHON
-# (default python3), SIZES (default 1e5,1e6), PEER_SIZES (default 20000,100000).
+# (default python3), SIZES (default 1e5,1e6), PEER_SIZES (default 20000,100000), STAGE_LIMIT_S.
 set -uo pipefail
 
 out=${OUT:-gpu-figures}
@@ -29,7 +31,8 @@ peer_sizes=${PEER_SIZES:-20000,100000}
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench peer)
 mkdir -p "$out"
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# the real device, never numba's CUDA simulator (tests/conftest.py picks it only where /dev/nvidiactl is missing)
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" NUMBA_ENABLE_CUDASIM=0
 
 if [ -d "$kit/wheels" ] && [ ! -f "$site/.cdfts-kit" ]; then
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -41,6 +44,18 @@ fi
 gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
 peer_file=../shared/peers/keops_cdfts.py
 [ -f "$peer_file" ] || peer_file="$kit/keops_cdfts.py"
+
+# limited SECONDS COMMAND...: COMMAND, stopped (and reported) after SECONDS (STAGE_LIMIT_S if set)
+limited() {
+    local seconds=${STAGE_LIMIT_S:-$1}
+    shift
+    timeout --kill-after=10 "$seconds" "$@"
+    local status=$?
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        echo "gpu_figures: stopped after its limit of $seconds s: $*" >&2
+    fi
+    return "$status"
+}
 
 stage_env() {
     nvidia-smi
@@ -63,7 +78,7 @@ EOF
 
 stage_tests() {
     # -rs names every skipped test: a skip here means the GPU was not used, which fails the stage
-    "$python" -m pytest -q -rs -p no:cacheprovider -m gpu tests/test_engine_cuda.py | tee /tmp/gpu_tests.$$
+    limited 300 "$python" -m pytest -q -rs -p no:cacheprovider -m gpu tests/test_engine_cuda.py | tee /tmp/gpu_tests.$$
     local status=${PIPESTATUS[0]}
     if grep -q "skipped" /tmp/gpu_tests.$$; then
         echo "gpu_figures: GPU tests were skipped: this was not a real-GPU run" >&2
@@ -74,15 +89,15 @@ stage_tests() {
 }
 
 stage_kernels() {
-    "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
+    limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
 }
 
 stage_bench() {
     local status=0
-    "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
+    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
         --oracle-max 0 --repeat 2 || status=1
     if [ "$gpus" -gt 1 ]; then
-        "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "1,$gpus" \
+        limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "1,$gpus" \
             --oracle-max 0 --repeat 2 || status=1
     fi
     return $status
@@ -91,7 +106,7 @@ stage_bench() {
 stage_peer() {
     local status=0
     for dtype in float64 float32; do
-        "$python" docs/scripts/keops_peer_bench.py --device cuda --workers 1 --sizes "$peer_sizes" -d 8 \
+        limited 300 "$python" docs/scripts/keops_peer_bench.py --device cuda --workers 1 --sizes "$peer_sizes" -d 8 \
             --dtype "$dtype" --repeat 2 --check-max 20000 --peer "$peer_file" || status=1
     done
     return $status
