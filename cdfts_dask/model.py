@@ -7,7 +7,7 @@ t), ``m_t``, each reference's radius ``lam_t(z)`` and ``q_t(z)``, and the
 end-of-iteration range ``lo_t, hi_t``.  :meth:`CDFTSModel.transform_block`
 replays the run on points Y, every row independently::
 
-    y <- (y - lo_0) / span(lo_0, hi_0)                  # constant column -> y - lo_0
+    y <- (y - lo_0) / span(lo_0, hi_0)                  # constant column -> 0
     for t in 1..T:
         A(y) = mean_{z in P_t} rho_t(z, y);  B(y) = mean_{z in P_t} rho_t(z, y) z
         y <- mean(P_t) + y A(y) - B(y)

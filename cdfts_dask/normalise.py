@@ -31,15 +31,19 @@ def minmax_normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def apply_range(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``(X - lo) / span(lo, hi)`` for a given column range (a fitted model's normalisation).
 
-    Points outside ``[lo, hi]`` map outside [0, 1]; a constant column maps to
-    ``X - lo``.  Columns whose range overflows float64 use halved units, as in
-    :func:`minmax_normalise`.
+    Points outside ``[lo, hi]`` map outside [0, 1]; a column constant in the
+    range (``lo == hi``) maps to 0 on every row (DESIGN section 5: the range
+    gives it no scale, so no unit of it is carried on).  Columns whose range
+    overflows float64 use halved units, as in :func:`minmax_normalise`.
     """
     with np.errstate(over="ignore"):
         span = hi - lo
     if np.all(np.isfinite(span)):
-        return (X - lo) / column_span(lo, hi)
-    wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
-    scale = np.where(wide, 0.5, 1.0)
-    lo_s, hi_s = lo * scale, hi * scale
-    return (X * scale - lo_s) / column_span(lo_s, hi_s)
+        Z = (X - lo) / column_span(lo, hi)
+    else:
+        wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
+        scale = np.where(wide, 0.5, 1.0)
+        lo_s, hi_s = lo * scale, hi * scale
+        Z = (X * scale - lo_s) / column_span(lo_s, hi_s)
+    Z[:, lo == hi] = 0.0
+    return Z

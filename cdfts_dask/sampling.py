@@ -74,11 +74,11 @@ def warn_constant_columns(F: np.ndarray, X=None) -> None:
     """Warn about the columns that are constant in the drawn rows F but may vary in the input X (X in
     memory: those that do vary; X None, out of core: every column constant in F).
 
-    The fit normalises with F's range and a constant column's span is taken as 1
-    (:func:`cdfts_dask.normalise.column_span`), so a row of X with another value
-    in such a column keeps that column's raw units: its output there depends on
-    how the column is scaled.  A rare value (a flag in 1 % of the rows) is
-    missed by a small sample more often than not."""
+    The fit normalises with F's range, in which such a column has no scale: it
+    maps to 0 on every row (:func:`cdfts_dask.normalise.apply_range`, DESIGN
+    section 5), so a row of X with another value there loses that difference,
+    in that column and in its distances.  A rare value (a flag in 1 % of the
+    rows) is missed by a small sample more often than not."""
     columns = np.flatnonzero(F.min(axis=0) == F.max(axis=0))
     if X is not None and columns.size:
         columns = columns[np.ptp(X[:, columns], axis=0) > 0]
@@ -86,8 +86,8 @@ def warn_constant_columns(F: np.ndarray, X=None) -> None:
         shown = ", ".join(map(str, columns[:10])) + (", ..." if columns.size > 10 else "")
         warnings.warn(
             f"n_references: column(s) {shown} of X are constant in the {len(F)} drawn references but "
-            f"{'vary' if X is not None else 'may vary'} in X; rows with another value there are shifted in "
-            "that column's raw units (a constant column's span is taken as 1), not in [0, 1]: draw more "
+            f"{'vary' if X is not None else 'may vary'} in X; the fit's range gives such a column no scale, "
+            "so it is 0 on every row and rows with another value there lose that difference: draw more "
             "references or drop the column",
             UserWarning,
             stacklevel=4,

@@ -270,6 +270,24 @@ def test_points_outside_the_fit_range_are_allowed(syn_model):
     assert est.transform(X[:1]).shape == (1, 2)  # one row is fine
 
 
+@pytest.mark.parametrize("method,backend", [("dense", "cpu"), ("tiled", "cpu"),
+                                            pytest.param("tiled", "cuda", marks=simulated_cuda)])  # fmt: skip
+def test_a_column_constant_in_the_fit_is_0_on_every_new_row(method, backend, client):
+    """DESIGN section 5: ``y <- (y - lo_0) / span(lo_0, hi_0)  # constant column -> 0``.  Regression (a
+    fuzz review): a new row kept ``y - lo_0`` in the column's raw units there, which moved its other
+    coordinates too, by an amount that depended on the unit ([0, 0, 1] and [0, 0, 1000] gave 1.04 and
+    202 in that column, and other values in the first two)."""
+    X = blobs(60, 3, constant=True)
+    engine = {"backend": backend, "tile_size": 16, "client": client} if method == "tiled" else {}
+    est = CDFTS(lam=0.2, delta=1e-12, max_iter=3, method=method, **engine).fit(X)
+    new = np.array([[0.3, -0.2, 2.5], [0.3, -0.2, 3.5], [0.3, -0.2, 2502.5], [0.3, -0.2, -7.0]])
+    Y = est.transform(new)
+    assert not Y[:, 2].any()
+    np.testing.assert_array_equal(Y, np.repeat(Y[:1], 4, axis=0))  # the rows differ only there
+    assert not np.array_equal(Y[0], est.transform(new[:1] + [0.5, 0, 0])[0])  # the other columns count
+    np.testing.assert_array_equal(est.model_.replay(new, backend=backend), Y)
+
+
 def test_feature_count_and_bad_values_are_refused(syn_model):
     X, est = syn_model
     with pytest.raises(ValueError, match="X has 3 features, but CDFTS is expecting 2"):
