@@ -1,8 +1,8 @@
 """cdfts-dask: CDF Transform-and-Shift (Zhu et al., Pattern Recognition 2021) on Dask.
 
-The public names are imported on first use (PEP 562), so ``import cdfts_dask``, the ``cdfts``
-command and every Dask worker that unpickles an engine task body start without loading
-scikit-learn, Zarr or ``dask.array`` until something needs them.
+The public names are imported on first use (PEP 562), so ``import cdfts_dask`` and every Dask
+worker that unpickles an engine task body start without loading scikit-learn, Zarr or
+``dask.array`` until something needs them (the ``cdfts`` command loads Zarr with its sub-commands).
 """
 
 from __future__ import annotations

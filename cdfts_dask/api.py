@@ -107,7 +107,8 @@ def cdf_ts(
 
     Returns
     -------
-    numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks) for a dask array in;
+    numpy.ndarray (n x d) in [0, 1]^d; a dask array (the input's chunks; a sampled fit's: its row
+    chunks, the columns in one) for a dask array in;
     or a read-only ``zarr.Array`` when ``output`` is a ``.zarr``.  With ``n_references < n`` the
     points that were not drawn may lie slightly outside [0, 1].
     """
@@ -169,7 +170,8 @@ class FitSpec:
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input).
         ``feature_names``: the columns' names (default: :func:`column_names`)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
-        given = (("client", client), ("tile_size", tile_size), ("n_workers", n_workers))
+        given = (("client", client), ("tile_size", tile_size), ("n_workers", n_workers),
+                 ("security", security), ("progress=True", True if progress is True else None))  # fmt: skip
         unused = [name for name, value in given if value is not None and method == "dense"]
         if unused:
             verb = "is" if len(unused) == 1 else "are"

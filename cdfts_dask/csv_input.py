@@ -111,7 +111,12 @@ def is_missing(cell: str) -> bool:
 
 
 def is_header_row(cells: list[str], label: int | None = None) -> bool:
-    """Whether a first row is a header: a feature cell (label excluded) is text, not a number or missing."""
+    """Whether a first row is a header: a feature cell (label excluded) is text, not a number or missing;
+    or the row is the header ``pd.DataFrame(X).to_csv(path)`` writes (pandas' defaults), an empty cell
+    (the index's name) then the column numbers ``0,1,...``: no data row holds an empty cell."""
+    names = [c.strip() for c in cells]
+    if len(names) >= 2 and names[0] == "" and names[1:] == [str(k) for k in range(len(names) - 1)]:
+        return True
     return any(not is_missing(c) and not _is_number(c) for j, c in enumerate(cells) if j != label)
 
 
@@ -306,6 +311,8 @@ def _check_comma_separated(cells: list[str], path, name: str) -> None:
     lines, comments = _first_lines(Path(path), SEPARATOR_LINES)
     for separator, called, sep in OTHER_SEPARATORS:
         counts = {len(_fields(line, separator)) for line in lines}
+        if separator is None and len(counts) == 2 and _leads_with_an_unnamed_index(lines):
+            counts, sep = {len(_fields(lines[1], None))}, "' '"  # its header's empty first name is a field
         if len(counts) == 1 and min(counts) >= 2:
             comment = "comment='#', " if comments else ""  # np.savetxt's header line
             raise ValueError(
@@ -313,6 +320,16 @@ def _check_comma_separated(cells: list[str], path, name: str) -> None:
                 f"read (convert it, every cell as it is: pandas.read_csv(path, sep={sep}, header=None, "
                 f"{comment}dtype=str, keep_default_na=False).to_csv(new_path, header=False, index=False))"
             )
+
+
+def _leads_with_an_unnamed_index(lines: list[str]) -> bool:
+    """Whether the first of ``lines`` is the header ``to_csv(sep=' ')`` writes with pandas' index (its name
+    empty: one leading space), over lines of single-space-separated fields, as many as the header has."""
+    first, rest = lines[0], lines[1:]
+    if not rest or not first.startswith(" ") or first.startswith("  "):
+        return False
+    single_spaced = all(line.split() == line.split(" ") for line in rest)
+    return single_spaced and {len(line.split(" ")) for line in rest} == {len(first.split(" "))}
 
 
 def _first_lines(path: Path, count: int, limit: int = 1 << 20) -> tuple[list[str], bool]:

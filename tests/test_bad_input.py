@@ -532,6 +532,46 @@ def test_csv_first_rows_that_pandas_writes_by_default_are_named(tmp_path, capsys
         assert read_table(tmp_path / "values.csv")[0].shape == (2, 2)
 
 
+def test_the_header_pandas_writes_by_default_is_read_as_a_header(tmp_path, capsys):
+    """Regression (a review of the docs): ``pd.DataFrame(X).to_csv(path)``, pandas' defaults, writes the
+    header ``,0,1``: the index's empty name, then column numbers.  The header rule took that numeric row
+    for data and refused its empty cell ("missing value at row 1, column 1"), where the docs promised
+    the unnamed-index warning.  It is a header now (no data row holds an empty cell); a first row with
+    an empty cell and other numbers is still refused."""
+    X = np.random.default_rng(4).random((20, 2))
+    default = tmp_path / "default.csv"
+    pd.DataFrame(X).to_csv(default)
+    with pytest.warns(UserWarning, match=r"column 1 of .* has no name in the header \(the row index pandas"):
+        points, _, header = read_table(default)
+    assert header == ["", "0", "1"]
+    np.testing.assert_array_equal(points, np.c_[np.arange(20), X])
+    assert cli_main(["transform", str(default), str(tmp_path / "o.csv"), "--max-iter", "1", "--quiet"]) == 0
+    assert capsys.readouterr().err.startswith("cdfts: warning: input: column 1 of")
+    assert (tmp_path / "o.csv").read_text().startswith(",0,1\n")
+    for first in (",0.5,1.5", ",1,2", ",0,2"):  # not pandas' header of these columns
+        (tmp_path / "gap.csv").write_text(first + "\n" + "1,2,3\n" * 3)
+        with pytest.raises(ValueError, match=r"missing value \(empty cell\) at row 1, column 1"):
+            read_table(tmp_path / "gap.csv")
+
+
+def test_a_space_separated_file_with_pandas_index_is_refused_with_a_conversion_that_works(tmp_path):
+    """Regression (same review): ``to_csv(path, sep=' ')`` writes the header `` 0 1`` (the index's empty
+    name, then the column numbers) over rows of one more field split by blanks: not seen as a file of
+    spaces, it was "non-numeric value '0 0.63... 0.27...'" with no word of its separator.  Now refused as
+    space-separated, with a conversion (``sep=' '``: ``r'\\s+'`` drops the header's empty field and fails)
+    that gives the comma-separated file pandas writes by default, cell for cell."""
+    X = np.random.default_rng(6).random((30, 2))
+    spaces, commas = tmp_path / "spaces.txt", tmp_path / "commas.csv"
+    pd.DataFrame(X).to_csv(spaces, sep=" ")
+    pd.DataFrame(X).to_csv(commas)
+    with pytest.raises(ValueError, match=r"separates its fields by spaces.*sep=' '") as refused:
+        read_table(spaces)
+    line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refused.value)).group(1)
+    converted = tmp_path / "converted.csv"
+    eval(line, {"pandas": pd, "path": spaces, "new_path": converted})
+    assert converted.read_text() == commas.read_text()
+
+
 def test_a_numeric_first_row_with_a_label_named_cell_is_named(tmp_path):
     """Regression (found by an attack on the command line, 2026-11-25): `2019,2020,label` over `x,y,cN`
     rows, read with `--label -1`, added the point (2019, 2020) silently (11 rows for 10, every other row
@@ -791,6 +831,10 @@ def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, caps
     X = np.random.default_rng(0).random((30, 2))
     with pytest.warns(UserWarning, match=r"^tile_size, n_workers are not used: method='dense' runs the"):
         cdfts_dask.cdf_ts(X, method="dense", tile_size=5, n_workers=2, max_iter=1)
+    from distributed.security import Security  # and, since a fuzz review (2026-11-27), these two
+
+    with pytest.warns(UserWarning, match=r"^security, progress=True are not used: method='dense' runs the"):
+        cdfts_dask.cdf_ts(X, method="dense", security=Security(), progress=True, max_iter=1)
     np.save(tmp_path / "in.npy", X)
     code = cli_main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--method", "dense",
                      "--workers", "2", "--tile-size", "5", "--quiet", "--max-iter", "1"])  # fmt: skip
@@ -801,6 +845,7 @@ def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, caps
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cdfts_dask.cdf_ts(X, method="dense", max_iter=1)
+        cdfts_dask.cdf_ts(X, method="dense", max_iter=1, progress=lambda report: None)  # called by the oracle
 
 
 # -- found by an attack on the array inputs (2026-11-25) ---------------------------------------------------
