@@ -170,17 +170,6 @@ class FitSpec:
         """Check every parameter (naming the bad one) and open X (lazily for Zarr / dask input).
         ``feature_names``: the columns' names (default: :func:`column_names`)."""
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
-        given = (("client", client), ("tile_size", tile_size), ("n_workers", n_workers),
-                 ("security", security), ("progress=True", True if progress is True else None))  # fmt: skip
-        unused = [name for name, value in given if value is not None and method == "dense"]
-        if unused:
-            verb = "is" if len(unused) == 1 else "are"
-            warnings.warn(
-                f"{', '.join(unused)} {verb} not used: method='dense' runs the NumPy oracle in this process "
-                "(method='tiled' or 'auto' runs the Dask engine)",
-                UserWarning,
-                stacklevel=3,  # the caller of cdf_ts
-            )
         n_references = sampling.check_n_references(n_references)
         random_state = sampling.check_random_state(random_state)
         if not isinstance(resume, bool):
@@ -200,6 +189,9 @@ class FitSpec:
         feature_names = column_names(X) if feature_names is None else _checked_names(feature_names, d)
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         sampled = n_references is not None and n_references < n
+        if method == "dense":
+            _warn_unused_beside_dense(sampled, client=client, tile_size=tile_size, n_workers=n_workers,
+                                      security=security, progress=progress)  # fmt: skip
         made = checkpoint is not None and paths.checkpoint_state(checkpoint) != "run"  # not resumed: made
         if sampled and made and not v.is_integer(random_state):
             warnings.warn(
@@ -212,6 +204,26 @@ class FitSpec:
             )
         return cls(points, lazy, n, d, params, client, None if checkpoint is None else str(checkpoint),
                    resume, progress, n_references, random_state, security, feature_names)  # fmt: skip
+
+
+def _warn_unused_beside_dense(sampled: bool, **given) -> None:
+    """Name the engine's options given beside ``method='dense'`` (the NumPy oracle, in this process):
+    ``client``, ``tile_size``, ``n_workers``, ``security`` and ``progress=True`` (a bar of the engine's
+    tasks); a sampled fit's transform runs on the cluster of ``client`` / ``n_workers`` / ``security``."""
+    on_the_cluster = ("client", "n_workers", "security") if sampled else ()
+    unused = [
+        "progress=True" if name == "progress" else name
+        for name, value in given.items()
+        if name not in on_the_cluster and (value is True if name == "progress" else value is not None)
+    ]
+    if unused:
+        verb = "is" if len(unused) == 1 else "are"
+        warnings.warn(
+            f"{', '.join(unused)} {verb} not used: method='dense' runs the NumPy oracle in this process "
+            "(method='tiled' or 'auto' runs the Dask engine)",
+            UserWarning,
+            stacklevel=4,  # the caller of cdf_ts
+        )
 
 
 def column_names(X) -> list[str] | None:

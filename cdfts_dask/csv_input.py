@@ -7,9 +7,11 @@ The layout of a file is decided once, from its first non-blank row
 * the label column (a header name or an index, negative from the end) is set
   aside *before* the header is decided;
 * the first row is a header exactly when one of its feature cells is text
-  that is neither a number nor a missing value (:func:`is_header_row`).  A
-  row of numbers and empty / NA cells is therefore data, and its empty
-  cell is reported as for any other row, never dropped as a "header";
+  that is neither a number nor a missing value, or when it is the header
+  ``pd.DataFrame(X).to_csv(path)`` writes, ``,0,1,...`` (an empty first
+  feature cell, then the column numbers; :func:`is_header_row`).  Any other
+  row of numbers and empty / NA cells is data, and its empty cell is
+  reported as for any other row, never dropped as a "header";
 * line breaks are pandas' (``\n``, ``\r\n``, a lone ``\r``), with one exception: its C
   tokenizer misreads the line after a blank line that ends in a lone ``\r`` (a leading
   empty field is dropped and the row shifted left, or the line vanishes).  A file whose
@@ -113,9 +115,11 @@ def is_missing(cell: str) -> bool:
 def is_header_row(cells: list[str], label: int | None = None) -> bool:
     """Whether a first row is a header: a feature cell (label excluded) is text, not a number or missing;
     or the row is the header ``pd.DataFrame(X).to_csv(path)`` writes (pandas' defaults), an empty cell
-    (the index's name) then the column numbers ``0,1,...``: no data row holds an empty cell."""
+    (the index's name) then the column numbers ``0,1,...``, its empty cell a feature cell (no data row
+    holds an empty feature cell; an empty label cell is valid data).  ``label``: 0..ncols-1 or None."""
     names = [c.strip() for c in cells]
-    if len(names) >= 2 and names[0] == "" and names[1:] == [str(k) for k in range(len(names) - 1)]:
+    pandas_index = len(names) >= 2 and names[0] == "" and names[1:] == [str(k) for k in range(len(names) - 1)]
+    if pandas_index and label != 0:
         return True
     return any(not is_missing(c) and not _is_number(c) for j, c in enumerate(cells) if j != label)
 

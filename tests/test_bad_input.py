@@ -552,6 +552,13 @@ def test_the_header_pandas_writes_by_default_is_read_as_a_header(tmp_path, capsy
         (tmp_path / "gap.csv").write_text(first + "\n" + "1,2,3\n" * 3)
         with pytest.raises(ValueError, match=r"missing value \(empty cell\) at row 1, column 1"):
             read_table(tmp_path / "gap.csv")
+    # an empty label cell is valid data: ',0,1' under a first-column label is a data row (a review)
+    (tmp_path / "label0.csv").write_text(",0,1\na,0.5,0.25\n,0.75,1\n")
+    for label in ("0", "-3"):
+        with pytest.warns(UserWarning, match=r"first row of .*\(,0,1\) looks like column numbers"):
+            points, labels, header = read_table(tmp_path / "label0.csv", label_column=label)
+        assert header is None and labels.tolist() == ["", "a", ""]
+        np.testing.assert_array_equal(points, [[0, 1], [0.5, 0.25], [0.75, 1]])
 
 
 def test_a_space_separated_file_with_pandas_index_is_refused_with_a_conversion_that_works(tmp_path):
@@ -825,7 +832,7 @@ def test_a_random_state_without_references_is_said_to_be_unused(tmp_path, capsys
     assert "random-state" not in capsys.readouterr().err
 
 
-def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, capsys):
+def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, capsys, monkeypatch, client):
     """Regression (found by an attack on the command line, 2026-11-25): `--method dense` with `--workers`,
     `--tile-size` (or `--scheduler`) ran the oracle and ignored them without a word; so did the API."""
     X = np.random.default_rng(0).random((30, 2))
@@ -846,6 +853,15 @@ def test_engine_options_beside_method_dense_are_said_to_be_unused(tmp_path, caps
         warnings.simplefilter("error")
         cdfts_dask.cdf_ts(X, method="dense", max_iter=1)
         cdfts_dask.cdf_ts(X, method="dense", max_iter=1, progress=lambda report: None)  # called by the oracle
+        # a sampled fit's transform runs on the given cluster (a review of the change above)
+        cdfts_dask.cdf_ts(X, method="dense", max_iter=1, n_references=20, random_state=0, client=client)
+    with pytest.warns(UserWarning, match=r"^tile_size is not used: method='dense'") as said:
+        cdfts_dask.cdf_ts(X, method="dense", max_iter=1, n_references=20, random_state=0, tile_size=5)
+    assert said[0].filename == __file__  # the caller's line
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)  # a terminal: a bar for the engine only
+    assert cli_main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--method", "dense",
+                     "--max-iter", "1"]) == 0  # fmt: skip
+    assert "warning" not in capsys.readouterr().err
 
 
 # -- found by an attack on the array inputs (2026-11-25) ---------------------------------------------------

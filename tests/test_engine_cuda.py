@@ -374,8 +374,9 @@ def test_the_kernels_follow_how_numba_cuda_was_imported_not_the_environment_late
     float64 ``mul_rn`` as the simulator's plain multiply (fused into FMAs: exact membership lost)."""
     code = (
         "import os\n"
-        "from numba import cuda\n"
+        "from numba import cuda, njit\n"
         f"os.environ['NUMBA_ENABLE_CUDASIM'] = {later!r}\n"
+        "njit(lambda x: x + 1)(1)\n"  # a compile re-reads numba's config from the environment
         "from cdfts_dask.engine import cuda_kernels\n"
         "print(cuda_kernels.SIMULATOR, cuda.jit.__module__)\n"
     )

@@ -80,6 +80,10 @@ def test_gpu_figures_stops_a_stage_at_its_limit_and_goes_on(tmp_path):
     log = (out / "tests.log").read_text()
     assert "gpu_figures: stopped after its limit of 1 s: " in log and "== tests: exit 124" in log, log
     assert res.stdout.count("== tests (") == 2
+    env["STAGE_LIMIT_S"] = "5m"  # timeout would take it; the header says whole seconds
+    res = subprocess.run(["bash", "docs/scripts/gpu_figures.sh", "tests"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 98 and "STAGE_LIMIT_S must be a whole number of seconds, got '5m'" in res.stderr
 
 
 def test_random_configurations_check_runs_and_finds_nothing():

@@ -179,7 +179,8 @@ def _run(args) -> int:
             checkpoint=args.checkpoint,
             resume=args.resume,
             n_workers=args.workers,
-            progress=not args.quiet and sys.stderr.isatty(),  # a bar only where it can redraw itself
+            # a bar of the engine's tasks (none with the oracle), where it can redraw itself
+            progress=not args.quiet and sys.stderr.isatty() and args.method != "dense",
             return_info=True,
             output=_worker_output(args, labels),
             dtype=args.dtype,

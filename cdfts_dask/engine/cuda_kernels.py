@@ -53,15 +53,12 @@ from .plan import exact_below, rho_float64, sq_bound_factors
 
 def numba_cuda_is_simulated() -> bool:
     """Whether ``numba.cuda`` was imported as numba's CUDA simulator (kernels run on NumPy arrays, in
-    Python: tests on machines without a GPU): numba-cuda's own flag, fixed when it was imported, rather
-    than ``NUMBA_ENABLE_CUDASIM`` as the environment says now, which may have changed since.  The
-    kernels must be built for what numba compiles them with: on a real GPU, float64 ``mul_rn`` taken for
-    the simulator's plain multiply would be fused into FMAs, and exact membership silently lost."""
-    try:
-        from numba.cuda.core import config
-    except ImportError:  # numba's own numba.cuda (before numba-cuda): one config for both
-        from numba import config
-    return bool(config.ENABLE_CUDASIM)
+    Python: tests on machines without a GPU), told by the ``jit`` it gave (the simulator's own), not by
+    ``NUMBA_ENABLE_CUDASIM`` as the environment says now: it may have changed since, and numba re-reads
+    its config on every compile.  The kernels must be built for what numba compiles them with: on a real
+    GPU, float64 ``mul_rn`` taken for the simulator's plain multiply would be fused into FMAs, and exact
+    membership silently lost."""
+    return cuda.jit.__module__.startswith("numba.cuda.simulator")
 
 
 #: numba's CUDA simulator runs the kernels on NumPy arrays, in Python (tests on machines without a GPU)

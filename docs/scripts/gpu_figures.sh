@@ -12,9 +12,10 @@
 #           same points, one process (docs/scripts/keops_peer_bench.py --device cuda).
 #
 # Each stage writes its log under $OUT (default ./gpu-figures) and keeps going after a failing stage;
-# the exit status is the number of failed stages.  Each stage's commands run under a time limit (tests
-# 300 s, kernels 150 s, bench 300 s, peer 300 s; STAGE_LIMIT_S sets one for all): a hung stage fails
-# alone and leaves time for the others on a lent machine whose command has a wall-clock limit.  Where the host cannot reach a package index, run
+# the exit status is the number of failed stages.  Each command of a stage runs under a time limit (env
+# 60 s per command, tests 300 s, kernels 150 s, bench 300 s per run, peer 300 s per dtype; STAGE_LIMIT_S,
+# whole seconds, sets one for all): a hung command fails its stage alone and leaves time for the others
+# on a lent machine whose own command has a wall-clock limit (give that limit room for every stage run).  Where the host cannot reach a package index, run
 # docs/scripts/gpu_kit.sh on a machine that can and bring .gpu-kit/ along: its wheels are installed
 # into $SITE first (nothing is installed into the host's own environment).
 #
@@ -30,6 +31,10 @@ sizes=${SIZES:-1e5,1e6}
 peer_sizes=${PEER_SIZES:-20000,100000}
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench peer)
+if [[ -n ${STAGE_LIMIT_S:-} && ! ${STAGE_LIMIT_S} =~ ^[1-9][0-9]*$ ]]; then
+    echo "gpu_figures: STAGE_LIMIT_S must be a whole number of seconds, got '$STAGE_LIMIT_S'" >&2
+    exit 98
+fi
 mkdir -p "$out"
 # the real device, never numba's CUDA simulator (tests/conftest.py picks it only where /dev/nvidiactl is missing)
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" NUMBA_ENABLE_CUDASIM=0
@@ -47,19 +52,21 @@ peer_file=../shared/peers/keops_cdfts.py
 
 # limited SECONDS COMMAND...: COMMAND, stopped (and reported) after SECONDS (STAGE_LIMIT_S if set)
 limited() {
-    local seconds=${STAGE_LIMIT_S:-$1}
+    local seconds=${STAGE_LIMIT_S:-$1} start=$SECONDS
     shift
     timeout --kill-after=10 "$seconds" "$@"
     local status=$?
-    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    if [ "$status" -eq 124 ] || { [ "$status" -eq 137 ] && [ $((SECONDS - start)) -ge "$seconds" ]; }; then
         echo "gpu_figures: stopped after its limit of $seconds s: $*" >&2
+    elif [ "$status" -eq 137 ]; then
+        echo "gpu_figures: killed (SIGKILL: out of memory?) after $((SECONDS - start)) s: $*" >&2
     fi
     return "$status"
 }
 
 stage_env() {
-    nvidia-smi
-    "$python" - <<'EOF'
+    limited 60 nvidia-smi
+    limited 60 "$python" - <<'EOF'
 import importlib, platform
 print("python", platform.python_version())
 for name in ["numpy", "numba", "numba_cuda", "cupy", "dask", "distributed", "dask_cuda", "zarr", "pykeops"]:
