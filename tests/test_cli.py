@@ -287,6 +287,8 @@ def test_help_states_each_default_once():
          "transform: give it after 'transform')"),  # argparse took 0.2 for the sub-command
         (["-k5", "transform", "IN", "OUT"], "-k5 (-k is an option of cdfts transform: give it after"),
         (["--lamda=0.2", "transform", "IN", "OUT"], "(did you mean --lambda, after 'transform'?)"),
+        # a word before the sub-command's name (stop 33 left it as "unrecognized arguments: IN" alone)
+        (["IN", "transform", "OUT"], ".csv (the sub-command's name comes first: cdfts transform "),
         (["transform", "IN", "--", "OUT", "--lam", "0.2"], "--lam 0.2 (--lam came after '--', where every "
          "word is an argument: give it before '--')"),
         (["transform", "--quiet", "IN", "OUT", "--", "--quiet"], "--quiet (--quiet came after '--'"),

@@ -41,6 +41,8 @@ class OneLineErrorParser(argparse.ArgumentParser):
             if stray:
                 parser = commands[argv[at]]
                 remark = likely_meant(stray, [], parser, self, where=f"after {argv[at]!r}")
+                if not remark and any(not w.startswith("-") for w in stray):
+                    remark = f" (the sub-command's name comes first: {parser.prog} {' '.join(stray)} ...)"
                 parser.error(f"unrecognized arguments: {' '.join(stray)}{remark}")
         parsed, unknown = self.parse_known_args(argv, namespace)
         if unknown:
