@@ -190,8 +190,12 @@ class FitSpec:
         params.for_points(n, client)  # k against n, dense vs dtype / device: refused here, before any work
         sampled = n_references is not None and n_references < n
         if method == "dense":
-            _warn_unused_beside_dense(sampled, client=client, tile_size=tile_size, n_workers=n_workers,
-                                      security=security, progress=progress)  # fmt: skip
+            given = {"client": client, "tile_size": tile_size, "n_workers": n_workers, "security": security,
+                     "progress=True": True if progress is True else None}  # fmt: skip
+            on_the_cluster = ("client", "n_workers", "security") if sampled else ()  # its transform's
+            _warn_unused_beside_dense(
+                [name for name, value in given.items() if value is not None and name not in on_the_cluster]
+            )
         made = checkpoint is not None and paths.checkpoint_state(checkpoint) != "run"  # not resumed: made
         if sampled and made and not v.is_integer(random_state):
             warnings.warn(
@@ -206,16 +210,8 @@ class FitSpec:
                    resume, progress, n_references, random_state, security, feature_names)  # fmt: skip
 
 
-def _warn_unused_beside_dense(sampled: bool, **given) -> None:
-    """Name the engine's options given beside ``method='dense'`` (the NumPy oracle, in this process):
-    ``client``, ``tile_size``, ``n_workers``, ``security`` and ``progress=True`` (a bar of the engine's
-    tasks); a sampled fit's transform runs on the cluster of ``client`` / ``n_workers`` / ``security``."""
-    on_the_cluster = ("client", "n_workers", "security") if sampled else ()
-    unused = [
-        "progress=True" if name == "progress" else name
-        for name, value in given.items()
-        if name not in on_the_cluster and (value is True if name == "progress" else value is not None)
-    ]
+def _warn_unused_beside_dense(unused: list[str]) -> None:
+    """Name the engine's options given beside ``method='dense'`` (the NumPy oracle, in this process)."""
     if unused:
         verb = "is" if len(unused) == 1 else "are"
         warnings.warn(

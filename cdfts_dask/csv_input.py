@@ -112,14 +112,17 @@ def is_missing(cell: str) -> bool:
     return text.lower() in MISSING_TOKENS or (_is_number(text) and np.isnan(float(text)))
 
 
+def are_column_numbers(cells: list[str]) -> bool:
+    """Whether ``cells`` are ``0,1,...``, two or more: the names pandas writes for unnamed columns."""
+    return len(cells) >= 2 and [c.strip() for c in cells] == [str(k) for k in range(len(cells))]
+
+
 def is_header_row(cells: list[str], label: int | None = None) -> bool:
     """Whether a first row is a header: a feature cell (label excluded) is text, not a number or missing;
     or the row is the header ``pd.DataFrame(X).to_csv(path)`` writes (pandas' defaults), an empty cell
     (the index's name) then the column numbers ``0,1,...``, its empty cell a feature cell (no data row
     holds an empty feature cell; an empty label cell is valid data).  ``label``: 0..ncols-1 or None."""
-    names = [c.strip() for c in cells]
-    pandas_index = len(names) >= 2 and names[0] == "" and names[1:] == [str(k) for k in range(len(names) - 1)]
-    if pandas_index and label != 0:
+    if label != 0 and cells[0].strip() == "" and are_column_numbers(cells[1:]):
         return True
     return any(not is_missing(c) and not _is_number(c) for j, c in enumerate(cells) if j != label)
 
@@ -386,7 +389,7 @@ def _warn_doubtful_first_row(names: list[str], header: list[str] | None, label: 
     with a label cell named like a label column (``2019,2020,label`` with ``--label -1``), or a header
     with an unnamed column (the index pandas writes by default, read here as a feature)."""
     features = [c for j, c in enumerate(names) if j != label]
-    if header is None and len(features) >= 2 and features == [str(k) for k in range(len(features))]:
+    if header is None and are_column_numbers(features):
         warnings.warn(
             f"{name}: the first row of {str(path)!r} ({','.join(names)}) looks like column numbers (the "
             "header pandas writes for unnamed columns) but is numeric, so it is read as a data row; delete "

@@ -450,6 +450,12 @@ def test_a_one_column_file_whose_first_row_holds_a_separator_is_read(tmp_path, t
     assert (header is None) == text.startswith("0.1")
 
 
+def _run_the_conversion(refusal: Exception, path, new_path) -> None:
+    """Run, as written, the pandas line a separator refusal gives to convert ``path`` into ``new_path``."""
+    line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refusal)).group(1)
+    eval(line, {"pandas": pd, "path": path, "new_path": new_path})
+
+
 @pytest.mark.parametrize("header", ["", "a b"], ids=["no-header", "a-header-comment"])
 def test_the_conversion_a_refused_separator_names_reads_every_cell_as_it_was(tmp_path, header):
     """The refusal's pandas line, run as written, gives the comma-separated file of the same cells:
@@ -462,9 +468,8 @@ def test_the_conversion_a_refused_separator_names_reads_every_cell_as_it_was(tmp
     np.savetxt(path, X, header=header)
     with pytest.raises(ValueError, match="separates its fields by spaces") as refused:
         read_table(path)
-    line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refused.value)).group(1)
     new_path = tmp_path / "converted.csv"
-    eval(line, {"pandas": pd, "path": path, "new_path": new_path})
+    _run_the_conversion(refused.value, path, new_path)
     np.testing.assert_array_equal(read_table(new_path)[0], X)
 
 
@@ -573,9 +578,8 @@ def test_a_space_separated_file_with_pandas_index_is_refused_with_a_conversion_t
     pd.DataFrame(X).to_csv(commas)
     with pytest.raises(ValueError, match=r"separates its fields by spaces.*sep=' '") as refused:
         read_table(spaces)
-    line = re.search(r"every cell as it is: (pandas\.read_csv\(.*\))\)$", str(refused.value)).group(1)
     converted = tmp_path / "converted.csv"
-    eval(line, {"pandas": pd, "path": spaces, "new_path": converted})
+    _run_the_conversion(refused.value, spaces, converted)
     assert converted.read_text() == commas.read_text()
 
 
