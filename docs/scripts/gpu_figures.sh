@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Take the GPU figures of docs/BENCHMARKS.md on a CUDA host, in the repository root:
 #
-#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests kernels bench peer (default: all)
+#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests kernels ab bench peer (default: all but ab)
 #
 # * env   : nvidia-smi, the Python and package versions, what the CUDA device sees;
 # * tests : the real-GPU tests (`pytest -m gpu tests/test_engine_cuda.py`);
 # * kernels: each CUDA kernel alone at n = 2e5, d = 8 (docs/scripts/cuda_kernel_profile.py);
+# * ab    : the same profile for this tree, then for each revision exported under $KIT/ab/NAME/cdfts_dask
+#           (here: git archive REV cdfts_dask | tar -x -C .gpu-kit/ab/REV), then this tree again: kernel
+#           changes timed against each other on one card, in one call (the revisions need the kernel
+#           signatures the profile script calls, those of f4176b5 and later);
 # * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
 #           every visible GPU where there are several;
 # * peer  : KeOps (../shared/peers/keops_cdfts.py, or the kit's copy) beside the engine on the GPU,
@@ -38,6 +42,14 @@ fi
 mkdir -p "$out"
 # the real device, never numba's CUDA simulator (tests/conftest.py picks it only where /dev/nvidiactl is missing)
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" NUMBA_ENABLE_CUDASIM=0
+# KeOps builds (and caches, under ~/.cache/keops*) its CUDA JIT engine with $CXX, by default the first g++ on
+# PATH.  On the lent H200 image (2026-11-27) that is a wrapper in /opt/gcc, and the engine it built segfaulted
+# inside libstdc++ (std::ostream, in KeOps' nvrtc Compile) on the first reduction; built by the system g++ it
+# works.  So the system g++ where there is one and CXX is unset, for every stage (env imports pykeops first).
+# A cache built earlier by another compiler is reused: clear it (python -c "import pykeops; pykeops.clean_pykeops()").
+if [ -z "${CXX:-}" ] && [ -x /usr/bin/g++ ]; then
+    export CXX=/usr/bin/g++
+fi
 
 if [ -d "$kit/wheels" ] && [ ! -f "$site/.cdfts-kit" ]; then
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -97,6 +109,21 @@ stage_tests() {
 
 stage_kernels() {
     limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
+}
+
+stage_ab() {
+    local status=0 root
+    local revisions=("$kit"/ab/*/cdfts_dask)
+    if [ ! -d "${revisions[0]}" ]; then
+        echo "gpu_figures: no revision to compare under $kit/ab (git archive REV cdfts_dask | tar -x -C $kit/ab/REV)" >&2
+        return 1
+    fi
+    for root in "$PWD" "${revisions[@]%/cdfts_dask}" "$PWD"; do
+        if [ "$root" = "$PWD" ]; then echo "-- this tree"; else echo "-- ${root#"$PWD"/}"; fi
+        PYTHONPATH="$root:$PYTHONPATH" limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 \
+            --dtype float64,float32 || status=1
+    done
+    return $status
 }
 
 stage_bench() {
