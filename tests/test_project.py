@@ -86,28 +86,45 @@ def test_gpu_figures_stops_a_stage_at_its_limit_and_goes_on(tmp_path):
     assert res.returncode == 98 and "STAGE_LIMIT_S must be a whole number of seconds, got '5m'" in res.stderr
 
 
-def test_gpu_figures_ab_stage_times_each_exported_revision_between_two_runs_of_this_tree(tmp_path):
-    """The ``ab`` stage runs the kernel profile with this tree's package, then with each revision's
-    exported under KIT/ab/NAME/cdfts_dask (first on PYTHONPATH, so it is the one imported), then with this
-    tree again; with nothing exported it fails and says how to export one.  PYTHON here is a stand-in
-    that prints the first PYTHONPATH entry and its arguments (no GPU is needed to check the order)."""
-    kit = tmp_path / "kit"
-    for name in ("r1", "r2"):
-        (kit / "ab" / name / "cdfts_dask").mkdir(parents=True)
+def _gpu_figures_with_a_stand_in_python(tmp_path, kit, *stages):
+    """gpu_figures.sh run with PYTHON a stand-in that prints ``ran``, the first PYTHONPATH entry (the
+    package it would import) and its arguments: which commands a stage runs, with no GPU."""
     fake = tmp_path / "python"
     fake.write_text('#!/bin/sh\necho "ran ${PYTHONPATH%%:*} $*"\n')
     fake.chmod(0o755)
     env = cli_env() | {"OUT": str(tmp_path / "figures"), "KIT": str(kit), "SITE": str(tmp_path / "site")}
     env["PYTHON"] = str(fake)
-    ab_stage = ["bash", "docs/scripts/gpu_figures.sh", "ab"]
-    res = subprocess.run(ab_stage, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    script = ["bash", "docs/scripts/gpu_figures.sh", *stages]
+    res = subprocess.run(script, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    return res, [line.split(maxsplit=2)[1:] for line in res.stdout.splitlines() if line.startswith("ran ")]
+
+
+def test_gpu_figures_ab_stage_times_each_exported_revision_between_two_runs_of_this_tree(tmp_path):
+    """The ``ab`` stage runs the kernel profile with this tree's package, then with each revision's
+    exported under KIT/ab/NAME/cdfts_dask (first on PYTHONPATH, so it is the one imported), then with this
+    tree again; with nothing exported it fails and says how to export one."""
+    kit = tmp_path / "kit"
+    for name in ("r1", "r2"):
+        (kit / "ab" / name / "cdfts_dask").mkdir(parents=True)
+    res, ran = _gpu_figures_with_a_stand_in_python(tmp_path, kit, "ab")
     assert res.returncode == 0, res.stdout + res.stderr
-    ran = [line.split()[1] for line in res.stdout.splitlines() if line.startswith("ran ")]
-    assert ran == [str(ROOT), str(kit / "ab" / "r1"), str(kit / "ab" / "r2"), str(ROOT)], res.stdout
-    assert "docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32" in res.stdout
-    env["KIT"] = str(tmp_path / "no-kit")
-    res = subprocess.run(ab_stage, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert res.returncode == 1 and "no revision to compare under" in res.stdout + res.stderr
+    revisions = [str(kit / "ab" / name) for name in ("r1", "r2")]
+    assert [package for package, _ in ran] == [str(ROOT), *revisions, str(ROOT)], res.stdout
+    profile = "docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32"
+    assert {args for _, args in ran} == {profile}
+    res, ran = _gpu_figures_with_a_stand_in_python(tmp_path, tmp_path / "no-kit", "ab")
+    assert res.returncode == 1 and not ran and "no revision to compare under" in res.stdout + res.stderr
+
+
+def test_gpu_figures_knn_stage_benches_one_gpu_with_the_knn_estimator(tmp_path):
+    """The ``knn`` stage (in the default stages) runs the one-GPU bench of the ``bench`` stage with the k-NN
+    estimator, k = 10, at the same sizes."""
+    res, ran = _gpu_figures_with_a_stand_in_python(tmp_path, tmp_path / "no-kit", "knn")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [args for _, args in ran] == [
+        "-m cdfts_dask bench --gpu --sizes 1e5,1e6 -d 8 --dtype float64,float32 --workers 1 --estimator knn "
+        "-k 10 --oracle-max 0 --repeat 2"
+    ]
 
 
 def test_random_configurations_check_runs_and_finds_nothing():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Take the GPU figures of docs/BENCHMARKS.md on a CUDA host, in the repository root:
 #
-#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests kernels ab bench peer (default: all but ab)
+#     bash docs/scripts/gpu_figures.sh [STAGE ...]      # stages: env tests kernels ab bench knn peer (default: all but ab)
 #
 # * env   : nvidia-smi, the Python and package versions, what the CUDA device sees;
 # * tests : the real-GPU tests (`pytest -m gpu tests/test_engine_cuda.py`);
@@ -12,12 +12,13 @@
 #           signatures the profile script calls, those of f4176b5 and later);
 # * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
 #           every visible GPU where there are several;
+# * knn   : the same one-GPU bench with the k-NN estimator, k = 10 (the sorted-buffer k-th radius kernel);
 # * peer  : KeOps (../shared/peers/keops_cdfts.py, or the kit's copy) beside the engine on the GPU,
 #           same points, one process (docs/scripts/keops_peer_bench.py --device cuda).
 #
 # Each stage writes its log under $OUT (default ./gpu-figures) and keeps going after a failing stage;
 # the exit status is the number of failed stages.  Each command of a stage runs under a time limit (env
-# 60 s per command, tests 300 s, kernels 150 s, bench 300 s per run, peer 300 s per dtype; STAGE_LIMIT_S,
+# 60 s per command, tests 300 s, kernels 150 s, bench and knn 300 s per run, peer 300 s per dtype; STAGE_LIMIT_S,
 # whole seconds, sets one for all): a hung command fails its stage alone and leaves time for the others
 # on a lent machine whose own command has a wall-clock limit (give that limit room for every stage run).  Where the host cannot reach a package index, run
 # docs/scripts/gpu_kit.sh on a machine that can and bring .gpu-kit/ along: its wheels are installed
@@ -34,7 +35,7 @@ python=${PYTHON:-python3}
 sizes=${SIZES:-1e5,1e6}
 peer_sizes=${PEER_SIZES:-20000,100000}
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench peer)
+[ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench knn peer)
 if [[ -n ${STAGE_LIMIT_S:-} && ! ${STAGE_LIMIT_S} =~ ^[1-9][0-9]*$ ]]; then
     echo "gpu_figures: STAGE_LIMIT_S must be a whole number of seconds, got '$STAGE_LIMIT_S'" >&2
     exit 98
@@ -135,6 +136,11 @@ stage_bench() {
             --oracle-max 0 --repeat 2 || status=1
     fi
     return $status
+}
+
+stage_knn() {
+    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
+        --estimator knn -k 10 --oracle-max 0 --repeat 2
 }
 
 stage_peer() {
