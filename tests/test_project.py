@@ -50,18 +50,22 @@ def test_the_package_imports_its_heavy_dependencies_on_first_use():
         cdfts_dask.nope  # noqa: B018
 
 
+def _gpu_figures(tmp_path, *stages, kit=None, python=sys.executable, **env):
+    """``bash docs/scripts/gpu_figures.sh STAGES`` in the repository, its logs under tmp_path/figures, no kit
+    unless ``kit`` (a folder), PYTHON ``python``, and ``env`` on top of the command line's environment."""
+    env = cli_env() | {"OUT": str(tmp_path / "figures"), "KIT": str(kit or tmp_path / "no-kit"),
+                       "SITE": str(tmp_path / "site"), "PYTHON": str(python)} | env  # fmt: skip
+    script = ["bash", "docs/scripts/gpu_figures.sh", *stages]
+    return subprocess.run(script, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+
+
 @pytest.mark.skipif(HAS_GPU, reason="on a GPU host the GPU tests run for real and the stage passes")
 def test_gpu_figures_fails_when_the_gpu_tests_skip(tmp_path):
     """docs/scripts/gpu_figures.sh's ``tests`` stage: without a usable GPU every ``gpu`` test skips, and
     the stage (and the script's exit status) says so instead of reporting a pass."""
-    out = tmp_path / "figures"
-    env = cli_env() | {"OUT": str(out), "KIT": str(tmp_path / "no-kit"), "SITE": str(tmp_path / "site")}
-    env["PYTHON"] = sys.executable
-    res = subprocess.run(
-        ["bash", "docs/scripts/gpu_figures.sh", "tests"], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    res = _gpu_figures(tmp_path, "tests")
     assert res.returncode == 1, res.stdout + res.stderr  # one failed stage
-    log = (out / "tests.log").read_text()
+    log = (tmp_path / "figures" / "tests.log").read_text()
     assert re.search(r"\d+ skipped", log) and "this was not a real-GPU run" in log
     assert "== tests: exit 1" in log
 
@@ -69,20 +73,13 @@ def test_gpu_figures_fails_when_the_gpu_tests_skip(tmp_path):
 def test_gpu_figures_stops_a_stage_at_its_limit_and_goes_on(tmp_path):
     """A hung stage must not take the lent machine's whole command: each stage runs under a time limit
     (STAGE_LIMIT_S here, 1 s: less than pytest takes to start), fails alone, and the next stage runs."""
-    out = tmp_path / "figures"
-    env = cli_env() | {"OUT": str(out), "KIT": str(tmp_path / "no-kit"), "SITE": str(tmp_path / "site")}
-    env |= {"PYTHON": sys.executable, "STAGE_LIMIT_S": "1"}
-    res = subprocess.run(
-        ["bash", "docs/scripts/gpu_figures.sh", "tests", "tests"], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    res = _gpu_figures(tmp_path, "tests", "tests", STAGE_LIMIT_S="1")
     assert res.returncode == 2, res.stdout + res.stderr  # both stages failed, the second one ran
-    log = (out / "tests.log").read_text()
+    log = (tmp_path / "figures" / "tests.log").read_text()
     assert "gpu_figures: stopped after its limit of 1 s: " in log and "== tests: exit 124" in log, log
     assert res.stdout.count("== tests (") == 2
-    env["STAGE_LIMIT_S"] = "5m"  # timeout would take it; the header says whole seconds
-    res = subprocess.run(["bash", "docs/scripts/gpu_figures.sh", "tests"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    # timeout would take "5m"; the header says whole seconds
+    res = _gpu_figures(tmp_path, "tests", STAGE_LIMIT_S="5m")
     assert res.returncode == 98 and "STAGE_LIMIT_S must be a whole number of seconds, got '5m'" in res.stderr
 
 
@@ -92,10 +89,7 @@ def _gpu_figures_with_a_stand_in_python(tmp_path, kit, *stages):
     fake = tmp_path / "python"
     fake.write_text('#!/bin/sh\necho "ran ${PYTHONPATH%%:*} $*"\n')
     fake.chmod(0o755)
-    env = cli_env() | {"OUT": str(tmp_path / "figures"), "KIT": str(kit), "SITE": str(tmp_path / "site")}
-    env["PYTHON"] = str(fake)
-    script = ["bash", "docs/scripts/gpu_figures.sh", *stages]
-    res = subprocess.run(script, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    res = _gpu_figures(tmp_path, *stages, kit=kit, python=fake)
     return res, [line.split(maxsplit=2)[1:] for line in res.stdout.splitlines() if line.startswith("ran ")]
 
 

@@ -108,8 +108,19 @@ stage_tests() {
     return "$status"
 }
 
-stage_kernels() {
+# profile_kernels: each CUDA kernel alone at n = 2e5, d = 8, both dtypes, with the package first on PYTHONPATH
+profile_kernels() {
     limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
+}
+
+# bench WORKERS [OPTION...]: one `cdfts bench --gpu` run at $sizes, d = 8, both dtypes, on WORKERS GPUs
+bench() {
+    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "$1" \
+        "${@:2}" --oracle-max 0 --repeat 2
+}
+
+stage_kernels() {
+    profile_kernels
 }
 
 stage_ab() {
@@ -121,26 +132,22 @@ stage_ab() {
     fi
     for root in "$PWD" "${revisions[@]%/cdfts_dask}" "$PWD"; do
         if [ "$root" = "$PWD" ]; then echo "-- this tree"; else echo "-- ${root#"$PWD"/}"; fi
-        PYTHONPATH="$root:$PYTHONPATH" limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 \
-            --dtype float64,float32 || status=1
+        PYTHONPATH="$root:$PYTHONPATH" profile_kernels || status=1
     done
     return $status
 }
 
 stage_bench() {
     local status=0
-    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
-        --oracle-max 0 --repeat 2 || status=1
+    bench 1 || status=1
     if [ "$gpus" -gt 1 ]; then
-        limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "1,$gpus" \
-            --oracle-max 0 --repeat 2 || status=1
+        bench "1,$gpus" || status=1
     fi
     return $status
 }
 
 stage_knn() {
-    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers 1 \
-        --estimator knn -k 10 --oracle-max 0 --repeat 2
+    bench 1 --estimator knn -k 10
 }
 
 stage_peer() {
