@@ -9,7 +9,7 @@ from conftest import assert_tiled_equals_oracle, slow_unless
 from points import awkward, blobs, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
-from cdfts_dask.engine import TiledEngine
+from cdfts_dask.engine import TiledEngine, cpu, graph
 from cdfts_dask.engine.graph import DIAMETER_SINGLE_MAX_N, FAN_IN
 
 SHAPES = [(2, 1), (2, 2), (3, 2), (17, 5), (64, 16), (300, 64), (300, 300), (301, 100)]
@@ -148,6 +148,48 @@ def test_every_reduction_task_has_bounded_fan_in(client):
         lambda dask_scheduler: max(len(ts.dependencies) for ts in dask_scheduler.tasks.values())
     )
     assert widest <= FAN_IN + 2, widest
+
+
+@pytest.mark.parametrize("estimator,k,hops", [("epsilon", None, 5), ("knn", 3, 4)])
+def test_the_client_waits_for_a_chain_of_only_the_passes_tasks(client, estimator, k, hops):
+    """Every task on the chain the client waits for costs a scheduler round trip (about 5 ms), so the
+    chain that ends at the summary it fetches holds one task per pass and nothing between: epsilon
+    diameter -> counts (each panel derives the threshold) -> plan -> shift -> summary (a finish); k-NN
+    k-th radii (beside the diameter) -> plan (which derives m) -> shift -> summary.  The new positions
+    come one task later, while the client fetches the summary.  Before, a threshold task, a diameter
+    task before the k-NN plan and a task that only took the summary out of the finish's result made the
+    chain to the summary 7 (epsilon) and 6 (k-NN) tasks long."""
+    engine = TiledEngine(client)
+    seen: list = []
+    X = engine.put(normalised(blobs(100, 2, seed=3)))
+    st = engine.step(X, 100, 2, 0.1, estimator, k, watch=seen.extend)
+    st.X.result()
+
+    def longest_chain(dask_scheduler, key):
+        def depth(ts):  # tasks on the longest path of dependencies ending at ts (scattered data: 0)
+            return 0 if ts.run_spec is None else 1 + max((depth(dep) for dep in ts.dependencies), default=0)
+
+        return depth(dask_scheduler.tasks[key])
+
+    summary = next(f for f in seen if str(f.key).startswith("_summary"))
+    assert client.run_on_scheduler(longest_chain, key=summary.key) == hops
+    assert client.run_on_scheduler(longest_chain, key=st.X.key) == hops + 1
+
+
+def test_positions_whose_column_range_is_not_the_summarys_are_refused():
+    """The positions task repeats the summary task's finish; a finish that gave them another column
+    range (not deterministic) fails the iteration instead of handing on positions that its Delta, lo
+    and hi do not describe."""
+    X = np.zeros((3, 2))
+    shifted = np.array([[0.0, 1.0], [2.0, 3.0], [4.0, 6.0]])
+    new, *summary = cpu.finish(X, shifted)
+    np.testing.assert_array_equal(graph._positions(cpu.finish, X, summary, shifted), new)
+
+    def drifting_finish(X, *shifted):  # one ulp off the summary's finish
+        return cpu.finish(X, *(np.nextafter(s, np.inf) for s in shifted))
+
+    with pytest.raises(RuntimeError, match="column range"):
+        graph._positions(drifting_finish, X, summary, shifted)
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 2000)])

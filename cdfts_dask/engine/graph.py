@@ -7,26 +7,40 @@ only once, for a few scalars:
 1. **diameter**: the largest ``sq`` over pairs (one part up to n = 4096,
    else one part per worker thread), ``m = sqrt(max sq)``;
 2. **reference pass**: epsilon counts over the upper triangle (each
-   unordered pair once, counted for both points; triangle-balanced panels;
-   the exact threshold on ``sq`` is one task fed by the diameter parts'
-   maxima) or the k-th neighbour distance per row;
+   unordered pair once, counted for both points; triangle-balanced panels,
+   each fed the diameter parts' maxima, from which it derives the exact
+   threshold on ``sq``) or the k-th neighbour distance per row;
 3. **plan**: one task, the per-reference shift coefficients (:mod:`.plan`,
    NumPy), fed by the partial count vectors (summed there) or the k-th
    distance pieces (joined there);
 4. **shift**: per target panel, ``A`` and ``B = rho^T X`` over all
    references, giving the shifted rows;
-5. **finish**: one O(n d) task: normalisation, ``sum |X_new - X_old|``, the
-   column range; the client fetches only the summary (a small task beside
-   it, on its worker), the new positions stay there.
+5. **finish**: the O(n d) normalisation, ``sum |X_new - X_old|``, the
+   column range, as two tasks fed by the same shifted blocks: the summary,
+   which is all the client fetches, then on its worker the new positions,
+   which stay there (computed while the client fetches the summary and
+   submits the next iteration).
 
-Every value that all panels of a pass share (the threshold, the plan) is
-computed by exactly one task and handed to the panels, never recomputed in
-each panel: the panels then use bit-identical coefficients wherever they
-run, so equal points (duplicates) get bit-identical results.
+Every value that all panels of a pass share is bit-identical wherever
+they run, so equal points (duplicates) get bit-identical results: the
+plan is computed by exactly one task and handed to the panels; the
+threshold is a bisection of correctly rounded NumPy operations on the same
+maxima, which every count panel repeats (half a millisecond).
+
+Task hops.  Each task a pass waits for costs a scheduler round trip (about
+5 ms on a local cluster: the scheduler batches its messages to a worker
+every 5 ms), whatever the task's size; at small n the iteration is mostly
+these hops.  So no task on the chain from the diameter to the client only
+reshapes another's result: the count panels derive the threshold
+themselves, the k-NN plan the diameter, and the finish is computed twice
+(for the summary, then for the positions) rather than split by a task
+after it.  The positions task depends on the summary task, so that it
+runs where the shifted blocks already are (two finish tasks side by side
+could land on two workers and send all n x d shifted rows twice).
 
 Partial results meet in trees of fan-in :data:`FAN_IN` (``split_every``-style):
 :func:`narrow` combines them until at most ``FAN_IN`` remain, and the
-consumer (the threshold, the plan, the finish) takes those itself, so the
+consumer (a count panel, the plan, the finish) takes those itself, so the
 last level of each tree costs no task hop of its own: per-part maxima, the
 epsilon count vectors (n values each: no task ever holds more than
 ``FAN_IN`` of them, never n x P), the k-th radii and the shifted panels
@@ -78,9 +92,10 @@ def _add(*vectors):
     return total
 
 
-def _threshold(lam: float, *max_sq: float) -> float:
-    """The epsilon pass's exact threshold on ``sq`` from the diameter parts' maxima."""
-    return plan.count_threshold(plan.diameter(*max_sq), lam)
+def _counts_part(counts_part, X, a: int, b: int, lam: float, *max_sq: float):
+    """The device's ``counts_part`` of rows [a, b) under the epsilon pass's exact threshold on ``sq``,
+    derived here from the diameter parts' maxima (:func:`~cdfts_dask.engine.plan.count_threshold`)."""
+    return counts_part(X, a, b, plan.count_threshold(plan.diameter(*max_sq), lam))
 
 
 def _epsilon_plan(m: float, lam: float, mean, dtype: str, *partial):
@@ -93,19 +108,29 @@ def _knn_radius(concat, m: float, *kth):
     return plan.knn_radius(concat(*kth), m)
 
 
-def _knn_plan(concat, m: float, k: int, mean, dtype: str, *kth):
-    """The k-NN shift plan from the k-th distance pieces (joined here, in order)."""
+def _knn_plan(concat, max_sq: list, k: int, mean, dtype: str, *kth):
+    """The k-NN shift plan from the diameter parts' maxima (m derived here) and the k-th distance pieces
+    (joined here, in order)."""
+    m = plan.diameter(*max_sq)
     return plan.knn_plan(m, k, _knn_radius(concat, m, *kth), mean, dtype)
 
 
-def _positions(finished):
-    """``X_new`` of the device's ``finish`` result: the new positions, kept on the worker."""
-    return finished[0]
+def _positions(finish, X, summary, *shifted):
+    """``X_new`` of the device's ``finish(X, *shifted)``: the new positions, kept on the worker.
+
+    Run after the ``summary`` task (whose worker holds the shifted blocks: no transfer), while the
+    client fetches that summary; the column range computed here must be the summary's (the finish is
+    deterministic), or the iteration fails rather than go on from positions its summary does not describe.
+    """
+    new, _, lo, hi = finish(X, *shifted)
+    if not (np.array_equal(lo, summary[1]) and np.array_equal(hi, summary[2])):
+        raise RuntimeError("the finish gave the positions another column range than the summary's")
+    return new
 
 
-def _summary(finished):
-    """``(sum |X_new - X|, lo, hi)`` of the device's ``finish`` result: all the client fetches."""
-    return finished[1:]
+def _summary(finish, X, *shifted):
+    """``(sum |X_new - X|, lo, hi)`` of the device's ``finish(X, *shifted)``: all the client fetches."""
+    return finish(X, *shifted)[1:]
 
 
 class TiledEngine:
@@ -185,10 +210,10 @@ class TiledEngine:
         mean = c.submit(dev.column_mean, X)
         counts = radius = None
         if estimator == "epsilon":
-            T = c.submit(_threshold, lam, *maxima)
             m = c.submit(plan.diameter, *maxima)
             spans = dev.count_panels(n, len(parts))
-            partial = [c.submit(dev.counts_part, X, a, b, T, **on(i)) for i, (a, b) in enumerate(spans)]
+            count = (_counts_part, dev.counts_part, X)
+            partial = [c.submit(*count, a, b, lam, *maxima, **on(i)) for i, (a, b) in enumerate(spans)]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
@@ -196,7 +221,7 @@ class TiledEngine:
             m = c.submit(plan.diameter, *maxima)
             partial = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
             reference = narrow(c, dev.concat, partial)
-            shift_plan = c.submit(_knn_plan, dev.concat, m, k, mean, dtype, *reference)
+            shift_plan = c.submit(_knn_plan, dev.concat, maxima, k, mean, dtype, *reference)
             radius = c.submit(_knn_radius, dev.concat, m, *reference)  # the statistic kept
         if timings is not None:
             from distributed import wait
@@ -205,10 +230,11 @@ class TiledEngine:
             timings["reference"] = time.perf_counter() - tic
             tic = time.perf_counter()
         shifted = [c.submit(dev.shift_part, X, a, b, shift_plan, **on(i)) for i, (a, b) in enumerate(parts)]
-        finished = c.submit(dev.finish, X, *narrow(c, dev.concat, shifted))
-        summary, positions = c.submit(_summary, finished), c.submit(_positions, finished)
+        blocks = narrow(c, dev.concat, shifted)
+        summary = c.submit(_summary, dev.finish, X, *blocks)
+        positions = c.submit(_positions, dev.finish, X, summary, *blocks)
         if watch is not None:
-            watch([*maxima, *partial, shift_plan, *shifted, finished])
+            watch([*maxima, *partial, shift_plan, *shifted, summary, positions])
         (total, lo, hi), m_value = c.gather([summary, m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic
