@@ -18,7 +18,9 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
   (a fitted model's out-of-sample transform, :mod:`cdfts_dask.model`);
 * ``concat(*parts)``: row blocks or vector pieces joined in order (tree reductions);
 * ``finish(X, *shifted)``: normalise the shifted row blocks (in order):
-  ``(X_new, sum |X_new - X|, lo, hi)``;
+  ``(X_new, sum |X_new - X|, lo, hi)``, deterministically (the graph runs it
+  twice on the same blocks, for the summary and for the positions, and
+  requires the same ``lo``, ``hi`` of both; ``lo``, ``hi`` on the host);
 * ``to_host(X)``: a NumPy array.
 
 Every function takes the full point array ``X`` (n x d, one copy per

@@ -5,7 +5,7 @@ One ``dask_cuda`` worker per GPU holds the points on its device across
 passes; what crosses to the host is scalars, d-vectors, the O(n) count or
 radius vectors, and the positions only when a checkpoint or the result asks
 for them (``to_host``).  With several GPUs, each iteration's new positions
-are assembled on one worker (the graph's ``finish`` task) and copied from
+are assembled on one worker (the graph's positions task) and copied from
 there to every other worker that runs a panel: O(n d) bytes per worker and
 iteration, through host memory over dask-cuda's default TCP transport.  The k-th neighbour radius is
 one kernel sweep keeping each row's k + 1 smallest ``sq`` for small k (as on the CPU), and for larger k
