@@ -208,17 +208,18 @@ class TiledEngine:
         maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
         maxima = narrow(c, _max, maxima)
         mean = c.submit(dev.column_mean, X)
+        m = c.submit(plan.diameter, *maxima)  # for the client, the epsilon plan and the k-NN radii kept
         counts = radius = None
         if estimator == "epsilon":
-            m = c.submit(plan.diameter, *maxima)
             spans = dev.count_panels(n, len(parts))
-            count = (_counts_part, dev.counts_part, X)
-            partial = [c.submit(*count, a, b, lam, *maxima, **on(i)) for i, (a, b) in enumerate(spans)]
+            partial = [
+                c.submit(_counts_part, dev.counts_part, X, a, b, lam, *maxima, **on(i))
+                for i, (a, b) in enumerate(spans)
+            ]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
         else:
-            m = c.submit(plan.diameter, *maxima)
             partial = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
             reference = narrow(c, dev.concat, partial)
             shift_plan = c.submit(_knn_plan, dev.concat, maxima, k, mean, dtype, *reference)
