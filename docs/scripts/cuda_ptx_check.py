@@ -1,7 +1,9 @@
 """Compile the CUDA device's kernels for an H100 without a GPU: count the FMA instructions in the PTX,
-and assemble it with ptxas for the registers and shared memory each kernel takes.
+assemble it with ptxas for the registers and shared memory each kernel takes, and (where nvdisasm is
+installed) count the machine instructions a pair costs on the per-pair loop's common path.
 
     pip install nvidia-cuda-nvcc-cu12 nvidia-cuda-nvrtc-cu12   # NVVM, NVRTC and ptxas, no driver needed
+    pip install nvidia-cuda-nvdisasm                           # optional: the SASS counts
     NUMBA_ENABLE_CUDASIM=0 python docs/scripts/cuda_ptx_check.py [--dims 4,8,64]
 
 numba-cuda asks the current device for its compute capability when it
@@ -21,6 +23,20 @@ k-th radius none.  Exact for d small enough that the d-loops are unrolled (d = 8
 ptxas (``-arch=sm_90 -v``) refuses a kernel whose static shared memory
 passes 48 KiB ("uses too much shared data"), which numba's simulator never
 checks; the script exits 1 when any kernel fails to assemble.
+
+``sass/pair`` (float32 kernels, with nvdisasm) counts the SASS instructions,
+sm_90, that one pair of the per-pair loop issues on its common path: the
+loop's basic blocks reachable from its head without taking the back edge,
+less every block with a float64 ``sq`` or rho (``DMUL``, ``DSETP``,
+``MUFU.*64H``: the guard band's and the pre-filters' exact paths) or a
+slow-path ``CALL`` (IEEE division and square root outside their fast
+ranges).  The few instructions of the other common branches (inside,
+``sq = 0``) are counted too.  The kernels issue at most 4 warp instructions
+per clock per multiprocessor, so where nothing else bounds them their pairs
+per clock per multiprocessor are at most 128 / ``sass/pair``; unlike the
+PTX count, this is the code the GPU runs (ptxas removes, adds and schedules
+instructions).  Not for float64 kernels: their common path has the same
+instructions as the band's.
 """
 
 from __future__ import annotations
@@ -61,22 +77,87 @@ def ptxas() -> str:
     return found
 
 
-def assemble(ptx: str, tool: str) -> str:
-    """``registers R, smem S bytes`` of the PTX's kernel for sm_90, or ptxas's error."""
+def nvdisasm() -> str | None:
+    """The nvdisasm of the pip package nvidia-cuda-nvdisasm, else the one on PATH, else None."""
+    try:
+        import nvidia
+
+        for root in nvidia.__path__:
+            for candidate in sorted(Path(root).glob("*/bin/nvdisasm")):
+                return str(candidate)
+    except ImportError:
+        pass
+    return shutil.which("nvdisasm")
+
+
+def assemble(ptx: str, tool: str, disassembler: str | None = None) -> tuple[str, str]:
+    """``registers R, smem S bytes`` of the PTX's kernel for sm_90 (RuntimeError with ptxas's error), and
+    its SASS as nvdisasm prints it ("" without a disassembler)."""
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "kernel.ptx"
+        source, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         source.write_text(ptx)
         res = subprocess.run(
-            [tool, "-arch=sm_90", "-v", str(source), "-o", str(Path(tmp) / "kernel.cubin")],
-            capture_output=True, text=True,
+            [tool, "-arch=sm_90", "-v", str(source), "-o", str(cubin)], capture_output=True, text=True
         )
+        sass = ""
+        if disassembler and not res.returncode:
+            sass = subprocess.run([disassembler, str(cubin)], capture_output=True, text=True).stdout
     if res.returncode:
         lines = res.stderr.strip().splitlines()
         error = next((line for line in lines if "error" in line), lines[-1])
         raise RuntimeError(re.sub(r"Entry function '[^']*'", "the kernel", error))
     regs = re.search(r"Used (\d+) registers", res.stderr)
     smem = re.search(r"(\d+) bytes smem", res.stderr)
-    return f"registers {regs[1] if regs else '?'}, smem {smem[1] if smem else 0} bytes"
+    return f"registers {regs[1] if regs else '?'}, smem {smem[1] if smem else 0} bytes", sass
+
+
+_SASS_LINE = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(.*?)\s*;")
+_SASS_BRANCH = re.compile(r"^(@!?U?P\w+\s+)?BRA\s+(?:!?U?P\w+,\s*)?`\((\.L_x_\d+)\)")
+_SASS_RARE = re.compile(r"\b(DMUL|DSETP|MUFU\.\w+64H|CALL)\b")
+
+
+def sass_pair_path(sass: str) -> int:
+    """Instructions on the common path of one pass of the per-pair loop (see the module docstring): the
+    largest back edge with no ``BAR`` in its range is the loop."""
+    ins, labels, pending = [], {}, []
+    for line in sass.splitlines():
+        label = re.match(r"^(\.L_x_\d+):", line.strip())
+        if label:
+            pending.append(label[1])
+        elif found := _SASS_LINE.match(line):
+            for name in pending:
+                labels[name] = len(ins)
+            pending = []
+            ins.append(found[2])
+    target = [labels.get(m[2]) if (m := _SASS_BRANCH.match(x)) else None for x in ins]
+    loops = [(i - t, t, i) for i, t in enumerate(target)
+             if t is not None and t < i and not any("BAR" in x for x in ins[t:i])]
+    if not loops:
+        return 0
+    _, head, tail = max(loops)
+    starts = {head} | {i + 1 for i in range(head, tail + 1) if target[i] is not None or "CALL" in ins[i]}
+    starts |= {target[i] for i in range(head, tail + 1) if target[i] is not None}
+    starts = sorted(s for s in starts if head <= s <= tail)
+    ends = dict(zip(starts, [*starts[1:], tail + 1], strict=True))
+    seen, stack, count = set(), [head], 0
+    while stack:
+        start = stack.pop()
+        if start in seen or start not in ends:
+            continue
+        seen.add(start)
+        block = range(start, ends[start])
+        if any(_SASS_RARE.search(ins[i]) for i in block):
+            continue
+        count += len(block)
+        last = block[-1]
+        if target[last] is None:
+            stack.append(last + 1)
+            continue
+        if target[last] > last:  # a forward branch; the back edge ends the pass
+            stack.append(target[last])
+        if _SASS_BRANCH.match(ins[last])[1] or "," in ins[last]:  # predicated: it may fall through
+            stack.append(last + 1)
+    return count
 
 
 def hot_loop(ptx: str, rare: str | None) -> dict[str, int]:
@@ -118,7 +199,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dims", default="4,8,64", help="comma-separated d")
     dims = [int(v) for v in p.parse_args().dims.split(",")]
-    tool, failed = ptxas(), 0
+    tool, disassembler, failed = ptxas(), nvdisasm(), 0
+    if disassembler is None:
+        print("cuda_ptx_check: no nvdisasm, no SASS counts (pip install nvidia-cuda-nvdisasm)")
     for d in dims:
         for dtype, wt in (("float64", float64), ("float32", float32)):
             X = wt[:, ::1]
@@ -138,9 +221,11 @@ def main() -> int:
                 loop = hot_loop(ptx, "mul.rn.f64" if dtype == "float32" else None)
                 counts += " | loop: " + " ".join(f"{key} {value}" for key, value in loop.items())
                 try:
-                    used = assemble(ptx, tool)
+                    used, sass = assemble(ptx, tool, disassembler)
                 except RuntimeError as error:
-                    used, failed = f"ptxas FAILED: {error}", failed + 1
+                    (used, sass), failed = (f"ptxas FAILED: {error}", ""), failed + 1
+                if sass and dtype == "float32" and name != "sq_rows":  # sq_rows has no per-pair loop
+                    counts += f" sass/pair {sass_pair_path(sass)}"
                 print(f"{dtype:8s} {name:15s} d={d:<3d} {counts} | {used}")
     return 1 if failed else 0
 
