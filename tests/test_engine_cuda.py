@@ -390,12 +390,23 @@ def test_the_kernels_follow_how_numba_cuda_was_imported_not_the_environment_late
 
 @simulated_cuda
 def test_kernel_profile_script_times_every_kernel(tmp_path):
-    """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` stage of gpu_figures.sh) runs the four
-    production kernels; under the simulator on 40 points, one line each."""
+    """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` and ``ab`` stages of gpu_figures.sh) runs
+    the four production kernels, one line each, then digests the shift sums' bits: the same digest
+    however often the kernel ran, another where the sums differ (another lambda).  Under the simulator
+    on 40 points."""
     script = Path(__file__).resolve().parents[1] / "docs" / "scripts" / "cuda_kernel_profile.py"
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    run = subprocess.run([sys.executable, str(script), "--n", "40", "--dtype", "float64", "--repeat", "1"],
-                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    names = [line.split()[0] for line in run.stdout.splitlines()[1:]]
-    assert names == ["max_sq", "count_rows", "kth_smallest_sq", "shift_sums"], run.stdout
+
+    def digest(*args: str) -> str:
+        run = subprocess.run([sys.executable, str(script), "--n", "40", "--dtype", "float64", *args],
+                             env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()[1:]
+        kernels = ["max_sq", "count_rows", "kth_smallest_sq", "shift_sums"]
+        assert [line.split()[0] for line in lines[:4]] == kernels, run.stdout
+        assert len(lines) == 5 and lines[4].startswith("  shift_sums bits: sha256 "), run.stdout
+        return lines[4].split()[-1]
+
+    once = digest("--repeat", "1")
+    assert len(once) == 16 and digest("--repeat", "2") == once
+    assert digest("--repeat", "1", "--lam", "0.3") != once

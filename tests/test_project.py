@@ -110,6 +110,32 @@ def test_gpu_figures_ab_stage_times_each_exported_revision_between_two_runs_of_t
     assert res.returncode == 1 and not ran and "no revision to compare under" in res.stdout + res.stderr
 
 
+def test_gpu_ab_kit_exports_each_candidate_branch_for_the_ab_stage(tmp_path):
+    """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no revision given it exports the
+    committed package of every branch under cand/ to KIT/ab/NAME/cdfts_dask (the ab folder emptied
+    first), where the ab stage looks; with no such branch it fails and says so."""
+    repo, kit = tmp_path / "repo", tmp_path / "kit"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True, capture_output=True)
+    git = ["git", "-C", str(repo)]
+    subprocess.run([*git, "branch", "cand/faster"], check=True)
+    (kit / "ab" / "stale" / "cdfts_dask").mkdir(parents=True)
+    env = {**cli_env(), "KIT": str(kit)}
+
+    def export() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(ROOT / "docs" / "scripts" / "gpu_ab_kit.sh")], cwd=repo, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    res = export()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [p.name for p in (kit / "ab").iterdir()] == ["faster"]
+    module = "cdfts_dask/engine/cuda_kernels.py"
+    committed = subprocess.run([*git, "show", f"cand/faster:{module}"], capture_output=True, text=True).stdout
+    assert (kit / "ab" / "faster" / module).read_text() == committed
+    subprocess.run([*git, "branch", "-D", "cand/faster"], check=True, capture_output=True)
+    res = export()
+    assert res.returncode == 1 and "no branch under cand/" in res.stderr
+
+
 def test_gpu_figures_knn_stage_benches_one_gpu_with_the_knn_estimator(tmp_path):
     """The ``knn`` stage (in the default stages) runs the one-GPU bench of the ``bench`` stage with the k-NN
     estimator, k = 10, at the same sizes."""

@@ -7,7 +7,9 @@ after a launch on 300 points that compiles), for the synthetic points of
 * ``max_sq``: the diameter pass (pairs j > i: n^2 / 2);
 * ``count_rows``: the epsilon counts (full rows: n^2 pairs);
 * ``kth_smallest_sq``: the k-NN radii for k = 10 (n^2 pairs);
-* ``shift_sums``: the shift pass's sums (n^2 pairs).
+* ``shift_sums``: the shift pass's sums (n^2 pairs), and a digest of their bits (SHA-256 of A and B
+  after the last launch, all n targets): kernel variants that must give the same bits (the ``ab``
+  stage of gpu_figures.sh) print the same digest.
 
     python docs/scripts/cuda_kernel_profile.py --n 2e5 --dtype float64,float32
 
@@ -18,6 +20,7 @@ NumPy arrays (a check of the script on tiny n, not a timing).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import time
 
@@ -42,8 +45,9 @@ def best_seconds(launch, repeat: int) -> float:
     return best
 
 
-def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> list[tuple[str, float, float]]:
-    """``(kernel, seconds, pairs per second)`` of each kernel on n synthetic points."""
+def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tuple[list, str]:
+    """``(kernel, seconds, pairs per second)`` of each kernel on n synthetic points, and the digest of
+    the shift sums' bits."""
     X = cuda.prepare(data(n, d), dtype)
     max_sq, count_rows, _, shift_sums = cuda._kernels(d, X.dtype)
     kth = cuda_kernels.kth_kernel(d, k + 1, dtype, cuda.THREADS)
@@ -70,7 +74,8 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> list
         launch(w)  # compile
         seconds = best_seconds(lambda launch=launch: launch(n), repeat)
         rows.append((name, seconds, pairs / seconds))
-    return rows
+    digest = hashlib.sha256(cuda.to_host(A).tobytes() + cuda.to_host(B).tobytes()).hexdigest()[:16]
+    return rows, digest
 
 
 def main() -> None:
@@ -85,8 +90,10 @@ def main() -> None:
     n = int(a.n)
     for dtype in a.dtype.split(","):
         print(f"n = {n}, d = {a.d}, {dtype}, lambda = {a.lam}")
-        for name, seconds, rate in profile(n, a.d, dtype, a.lam, a.k, a.repeat):
+        rows, digest = profile(n, a.d, dtype, a.lam, a.k, a.repeat)
+        for name, seconds, rate in rows:
             print(f"  {name:22s} {seconds:9.4f} s  {rate:9.3g} pairs/s")
+        print(f"  shift_sums bits: sha256 {digest}")
 
 
 if __name__ == "__main__":
