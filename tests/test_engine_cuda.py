@@ -9,6 +9,7 @@ device with CuPy (and dask-cuda for the end-to-end ones) and skip elsewhere.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -390,23 +391,27 @@ def test_the_kernels_follow_how_numba_cuda_was_imported_not_the_environment_late
 
 @simulated_cuda
 def test_kernel_profile_script_times_every_kernel(tmp_path):
-    """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` and ``ab`` stages of gpu_figures.sh) runs
-    the four production kernels, one line each, then digests the shift sums' bits: the same digest
-    however often the kernel ran, another where the sums differ (another lambda).  Under the simulator
-    on 40 points."""
+    """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` and ``ab`` stages of gpu_figures.sh) times
+    the four production kernels and the diameter pass, one line each, then prints the bits to compare:
+    the diameter's sq (the oracle's) and a digest of the shift sums, the same however often the kernels
+    ran, another digest where the sums differ (another lambda).  Under the simulator on 40 points."""
     script = Path(__file__).resolve().parents[1] / "docs" / "scripts" / "cuda_kernel_profile.py"
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
 
-    def digest(*args: str) -> str:
+    def bits(*args: str) -> tuple[float, str]:
         run = subprocess.run([sys.executable, str(script), "--n", "40", "--dtype", "float64", *args],
                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         assert run.returncode == 0, run.stderr
         lines = run.stdout.splitlines()[1:]
-        kernels = ["max_sq", "count_rows", "kth_smallest_sq", "shift_sums"]
-        assert [line.split()[0] for line in lines[:4]] == kernels, run.stdout
-        assert len(lines) == 5 and lines[4].startswith("  shift_sums bits: sha256 "), run.stdout
-        return lines[4].split()[-1]
+        kernels = ["max_sq", "diameter_part", "count_rows", "kth_smallest_sq", "shift_sums"]
+        assert [line.split()[0] for line in lines[:5]] == kernels, run.stdout
+        found = re.fullmatch(r"  bits: diameter sq (\S+), shift sums sha256 ([0-9a-f]{16})", lines[5])
+        assert len(lines) == 6 and found, run.stdout
+        return float(found[1]), found[2]
 
-    once = digest("--repeat", "1")
-    assert len(once) == 16 and digest("--repeat", "2") == once
-    assert digest("--repeat", "1", "--lam", "0.3") != once
+    diameter, once = bits("--repeat", "1")
+    from cdfts_dask.bench import data
+
+    assert diameter == cpu.diameter_part(data(40, 8), 0, 1)
+    assert bits("--repeat", "2") == (diameter, once)
+    assert bits("--repeat", "1", "--lam", "0.3")[1] != once

@@ -4,12 +4,16 @@ On the device (CuPy points, one launch over all n rows, best of ``--repeat``
 after a launch on 300 points that compiles), for the synthetic points of
 ``cdfts bench`` at lambda = 0.1:
 
-* ``max_sq``: the diameter pass (pairs j > i: n^2 / 2);
+* ``max_sq``: the diameter kernel (pairs j > i: n^2 / 2);
+* ``diameter_part``: the whole diameter pass as the graph runs it (one part: its set-up, launches and
+  maximum), its rate over the same n^2 / 2 pairs (a device that prunes pairs visits fewer);
 * ``count_rows``: the epsilon counts (full rows: n^2 pairs);
 * ``kth_smallest_sq``: the k-NN radii for k = 10 (n^2 pairs);
-* ``shift_sums``: the shift pass's sums (n^2 pairs), and a digest of their bits (SHA-256 of A and B
-  after the last launch, all n targets): kernel variants that must give the same bits (the ``ab``
-  stage of gpu_figures.sh) print the same digest.
+* ``shift_sums``: the shift pass's sums (n^2 pairs);
+
+then the diameter's ``sq`` (``repr``) and a digest of the shift sums' bits (SHA-256 of A and B after the
+last launch, all n targets): kernel variants that must give the same bits (the ``ab`` stage of
+gpu_figures.sh) print the same line.
 
     python docs/scripts/cuda_kernel_profile.py --n 2e5 --dtype float64,float32
 
@@ -46,8 +50,8 @@ def best_seconds(launch, repeat: int) -> float:
 
 
 def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tuple[list, str]:
-    """``(kernel, seconds, pairs per second)`` of each kernel on n synthetic points, and the digest of
-    the shift sums' bits."""
+    """``(kernel, seconds, pairs per second)`` of each kernel on n synthetic points, and the line of
+    bits: the diameter's ``sq`` and the digest of the shift sums."""
     X = cuda.prepare(data(n, d), dtype)
     max_sq, count_rows, _, shift_sums = cuda._kernels(d, X.dtype)
     kth = cuda_kernels.kth_kernel(d, k + 1, dtype, cuda.THREADS)
@@ -65,6 +69,7 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tupl
     A, B = cuda.xp.zeros(n), cuda.xp.zeros((n, d))
     launches = {
         "max_sq": (lambda r: max_sq[cuda._blocks(r), threads](X, 0, r, out), n * n / 2),
+        "diameter_part": (lambda r: cuda.diameter_part(X[:r], 0, 1), n * n / 2),
         "count_rows": (lambda r: count_rows[cuda._blocks(r), threads](X, 0, r, *band, counts), n * n),
         f"kth_smallest_sq k={k}": (lambda r: kth[cuda._blocks(r), threads](X, 0, r, out), n * n),
         "shift_sums": (lambda r: shift_sums[cuda._blocks(r), threads](X[:r], X[:r], *coef, A, B), n * n),
@@ -75,7 +80,7 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tupl
         seconds = best_seconds(lambda launch=launch: launch(n), repeat)
         rows.append((name, seconds, pairs / seconds))
     digest = hashlib.sha256(cuda.to_host(A).tobytes() + cuda.to_host(B).tobytes()).hexdigest()[:16]
-    return rows, digest
+    return rows, f"diameter sq {cuda.diameter_part(X, 0, 1)!r}, shift sums sha256 {digest}"
 
 
 def main() -> None:
@@ -90,10 +95,10 @@ def main() -> None:
     n = int(a.n)
     for dtype in a.dtype.split(","):
         print(f"n = {n}, d = {a.d}, {dtype}, lambda = {a.lam}")
-        rows, digest = profile(n, a.d, dtype, a.lam, a.k, a.repeat)
+        rows, bits = profile(n, a.d, dtype, a.lam, a.k, a.repeat)
         for name, seconds, rate in rows:
             print(f"  {name:22s} {seconds:9.4f} s  {rate:9.3g} pairs/s")
-        print(f"  shift_sums bits: sha256 {digest}")
+        print(f"  bits: {bits}")
 
 
 if __name__ == "__main__":

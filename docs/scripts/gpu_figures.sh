@@ -8,9 +8,9 @@
 # * kernels: each CUDA kernel alone at n = 2e5, d = 8 (docs/scripts/cuda_kernel_profile.py);
 # * ab    : the same profile for this tree, then for each revision exported under $KIT/ab/NAME/cdfts_dask
 #           (docs/scripts/gpu_ab_kit.sh [REV ...]: every branch under cand/ by default), then this tree
-#           again: kernel changes timed against each other on one card, in one call, each with the digest
-#           of its shift sums' bits (the same digest: the same bits as this tree's); the revisions need
-#           the kernel signatures the profile script calls, those of f4176b5 and later;
+#           again: kernel changes timed against each other on one card, in one call, each with its
+#           diameter's sq and the digest of its shift sums' bits (the same line: the same bits as this
+#           tree's); the revisions need the kernel signatures the profile script calls (f4176b5 and later);
 # * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
 #           every visible GPU where there are several;
 # * knn   : the same one-GPU bench with the k-NN estimator, k = 10 (the sorted-buffer k-th radius kernel);
