@@ -110,6 +110,21 @@ def test_gpu_figures_ab_stage_times_each_exported_revision_between_two_runs_of_t
     assert res.returncode == 1 and not ran and "no revision to compare under" in res.stdout + res.stderr
 
 
+def test_gpu_figures_ab_stage_also_benches_each_revision_at_ab_sizes(tmp_path, monkeypatch):
+    """With AB_SIZES set, the ``ab`` stage follows each revision's kernel profile with one float32
+    iteration of ``cdfts bench --gpu`` at those sizes on one GPU, with the same package first on
+    PYTHONPATH (the target's figure per revision, in one call)."""
+    kit = tmp_path / "kit"
+    (kit / "ab" / "r1" / "cdfts_dask").mkdir(parents=True)
+    monkeypatch.setenv("AB_SIZES", "1e6")
+    res, ran = _gpu_figures_with_a_stand_in_python(tmp_path, kit, "ab")
+    assert res.returncode == 0, res.stdout + res.stderr
+    profile = "docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32"
+    bench = "-m cdfts_dask bench --gpu --sizes 1e6 -d 8 --dtype float32 --workers 1 --oracle-max 0 --repeat 1"
+    roots = [str(ROOT), str(kit / "ab" / "r1"), str(ROOT)]
+    assert ran == [[root, args] for root in roots for args in (profile, bench)], res.stdout
+
+
 def test_gpu_ab_kit_exports_each_candidate_branch_for_the_ab_stage(tmp_path):
     """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no revision given it exports the
     committed package of every branch under cand/ to KIT/ab/NAME/cdfts_dask (the ab folder emptied

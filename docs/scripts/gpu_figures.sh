@@ -10,7 +10,9 @@
 #           (docs/scripts/gpu_ab_kit.sh [REV ...]: every branch under cand/ by default), then this tree
 #           again: kernel changes timed against each other on one card, in one call, each with its
 #           diameter's sq and the digest of its shift sums' bits (the same line: the same bits as this
-#           tree's); the revisions need the kernel signatures the profile script calls (f4176b5 and later);
+#           tree's); the revisions need the kernel signatures the profile script calls (f4176b5 and later).
+#           With AB_SIZES set (say 1e6), each also runs one float32 iteration of `cdfts bench --gpu` at those
+#           sizes, d = 8, one GPU: the target's own figure for every revision, in the same call;
 # * bench : `cdfts bench --gpu` at n = 1e5 and 1e6, d = 8, float64 and float32, on one GPU, then on
 #           every visible GPU where there are several;
 # * knn   : the same one-GPU bench with the k-NN estimator, k = 10 (the sorted-buffer k-th radius kernel);
@@ -26,7 +28,7 @@
 # into $SITE first (nothing is installed into the host's own environment).
 #
 # Environment: OUT, KIT (default .gpu-kit), SITE (where the kit goes, default /tmp/site), PYTHON
-# (default python3), SIZES (default 1e5,1e6), PEER_SIZES (default 20000,100000), STAGE_LIMIT_S.
+# (default python3), SIZES (default 1e5,1e6), PEER_SIZES (default 20000,100000), AB_SIZES (default none), STAGE_LIMIT_S.
 set -uo pipefail
 
 out=${OUT:-gpu-figures}
@@ -34,6 +36,7 @@ kit=${KIT:-.gpu-kit}
 site=${SITE:-/tmp/site}
 python=${PYTHON:-python3}
 sizes=${SIZES:-1e5,1e6}
+ab_sizes=${AB_SIZES:-}
 peer_sizes=${PEER_SIZES:-20000,100000}
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(env tests kernels bench knn peer)
@@ -134,6 +137,10 @@ stage_ab() {
     for root in "$PWD" "${revisions[@]%/cdfts_dask}" "$PWD"; do
         if [ "$root" = "$PWD" ]; then echo "-- this tree"; else echo "-- ${root#"$PWD"/}"; fi
         PYTHONPATH="$root:$PYTHONPATH" profile_kernels || status=1
+        if [ -n "$ab_sizes" ]; then
+            PYTHONPATH="$root:$PYTHONPATH" limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$ab_sizes" -d 8 \
+                --dtype float32 --workers 1 --oracle-max 0 --repeat 1 || status=1
+        fi
     done
     return $status
 }
