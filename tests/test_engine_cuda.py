@@ -30,6 +30,7 @@ from points import (
 )
 
 from cdfts_dask import cdf_ts, oracle
+from cdfts_dask.bench import data
 from cdfts_dask.engine import cpu, cuda_kernels, plan
 
 UNDERFLOW = float32_underflow_cases()
@@ -410,8 +411,6 @@ def test_kernel_profile_script_times_every_kernel(tmp_path):
         return float(found[1]), found[2]
 
     diameter, once = bits("--repeat", "1")
-    from cdfts_dask.bench import data
-
     assert diameter == cpu.diameter_part(data(40, 8), 0, 1)
     assert bits("--repeat", "2") == (diameter, once)
     assert bits("--repeat", "1", "--lam", "0.3")[1] != once

@@ -117,10 +117,15 @@ profile_kernels() {
     limited 150 "$python" docs/scripts/cuda_kernel_profile.py --n 2e5 -d 8 --dtype float64,float32
 }
 
-# bench WORKERS [OPTION...]: one `cdfts bench --gpu` run at $sizes, d = 8, both dtypes, on WORKERS GPUs
+# bench_run SIZES DTYPES REPEAT WORKERS [OPTION...]: one `cdfts bench --gpu` run, d = 8, on WORKERS GPUs
+bench_run() {
+    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$1" -d 8 --dtype "$2" --workers "$4" \
+        "${@:5}" --oracle-max 0 --repeat "$3"
+}
+
+# bench WORKERS [OPTION...]: the bench stage's run, at $sizes, both dtypes, best of 2
 bench() {
-    limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$sizes" -d 8 --dtype float64,float32 --workers "$1" \
-        "${@:2}" --oracle-max 0 --repeat 2
+    bench_run "$sizes" float64,float32 2 "$@"
 }
 
 stage_kernels() {
@@ -138,8 +143,7 @@ stage_ab() {
         if [ "$root" = "$PWD" ]; then echo "-- this tree"; else echo "-- ${root#"$PWD"/}"; fi
         PYTHONPATH="$root:$PYTHONPATH" profile_kernels || status=1
         if [ -n "$ab_sizes" ]; then
-            PYTHONPATH="$root:$PYTHONPATH" limited 300 "$python" -m cdfts_dask bench --gpu --sizes "$ab_sizes" -d 8 \
-                --dtype float32 --workers 1 --oracle-max 0 --repeat 1 || status=1
+            PYTHONPATH="$root:$PYTHONPATH" bench_run "$ab_sizes" float32 1 1 || status=1
         fi
     done
     return $status
