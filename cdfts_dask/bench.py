@@ -273,10 +273,10 @@ def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1, k: 
         return time.thread_time() - t0, out
 
     small = X[: min(n, 300)]
-    cpu.counts_part(small, 0, len(small), 0.01)  # compile / load caches
+    cpu.counts_part(small, 0, 1, 0.01)  # compile / load caches
     t_diam, sq_max = cpu_seconds(lambda: cpu.diameter_part(X, 0, 1))
     m = plan.diameter(sq_max)
-    t_count, counts = cpu_seconds(lambda: cpu.counts_part(X, 0, n, plan.count_threshold(m, lam)))
+    t_count, counts = cpu_seconds(lambda: cpu.counts_part(X, 0, 1, plan.count_threshold(m, lam)))
     k = min(k, n - 1)
     cpu.kth_part(small, 0, len(small), k)
     t_kth, _ = cpu_seconds(lambda: cpu.kth_part(X, 0, n, k))

@@ -50,7 +50,7 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
     mean = dev.column_mean(Xd)
     if estimator == "epsilon":
         T = plan.count_threshold(m, lam)
-        stats = sum(dev.to_host(dev.counts_part(Xd, a, b, T)) for a, b in dev.count_panels(n, parts))
+        stats = sum(dev.to_host(dev.counts_part(Xd, i, parts, T)) for i in range(parts))
         shift_plan = plan.epsilon_plan(m, lam, stats, mean, dtype)
     else:
         kth = dev.concat(*[dev.kth_part(Xd, a, b, k) for a, b in plan.chunks(0, n, rows)])

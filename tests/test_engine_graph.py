@@ -206,7 +206,7 @@ def test_memory_per_task_is_bounded_by_the_panel(estimator, k):
         n = len(X)
         m = plan.diameter(cpu.diameter_part(X, 0, 1))
         if estimator == "epsilon":
-            counts = cpu.counts_part(X, 0, rows, plan.count_threshold(m, 0.1)) + 1
+            counts = cpu.counts_part(X, 0, -(-n // rows), plan.count_threshold(m, 0.1)) + 1
             shift_plan = plan.epsilon_plan(m, 0.1, counts, cpu.column_mean(X), "float64")
         else:
             kth = cpu.kth_part(X, 0, rows, k, budget_bytes=400_000)

@@ -7,10 +7,10 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 * ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
 * ``panel_rows(n, threads)``: rows per panel task, for the cluster's worker threads (GPUs: one each);
 * ``diameter_part(X, part, parts)``: largest float64 ``sq`` over this part's pairs;
-* ``count_panels(n, parts)``: the row ranges ``[a, b)`` of the count pass's tasks (equal work);
-* ``counts_part(X, a, b, T)``: the epsilon counts that rows [a, b) contribute, an
-  n-vector (parts are summed): here from the pairs ``(z, y >= z)``, z in [a, b),
-  to both points; on CUDA from the full rows;
+* ``counts_part(X, part, parts, T)``: the epsilon counts that the part-th of
+  ``parts`` shares of the pairs contributes, an n-vector (parts are summed): here
+  from the pairs ``(z, y >= z)`` of k-d leaf pairs, to both points; on CUDA from
+  full rows;
 * ``kth_part(X, a, b, k)``: distance from rows [a, b) to their k-th nearest other point;
 * ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
 * ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
@@ -62,22 +62,31 @@ def panel_rows(n: int, threads: int) -> int:
     return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * threads)))))
 
 
+def _kd_boxes(X64: np.ndarray, leaf: int, group: int) -> tuple:
+    """``(order, bounds, lo, hi, glo, ghi)``: the k-d split of X64 into leaves of at most ``leaf`` points
+    (:func:`~cdfts_dask.engine.cpu_kernels.kd_leaves`), each leaf's bounding box ``lo..hi`` and the box
+    ``glo..ghi`` of each group of ``group`` consecutive leaves (a subtree).  Deterministic: every part
+    of a pass computes the same."""
+    order, bounds = kern.kd_leaves(X64, leaf)
+    Xs = X64[order]
+    lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
+    hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
+    group_starts = np.arange(0, len(lo), group)
+    glo, ghi = np.minimum.reduceat(lo, group_starts, axis=0), np.maximum.reduceat(hi, group_starts, axis=0)
+    return order, bounds, lo, hi, glo, ghi
+
+
 def diameter_part(X, part: int, parts: int) -> float:
     """Largest float64 sq over this part's share of leaf-group pairs (bounding-box pruned).
 
     Deterministic set-up repeated by every part (O(n d log n)): a lower bound
-    L from farthest-point sweeps, k-d leaves of at most ``DIAMETER_LEAF``
+    L from farthest-point sweeps, k-d leaves of at most ``KD_LEAF``
     points and their bounding boxes.  Parts split the triangle of group pairs
-    (groups of ``DIAMETER_GROUP`` leaves) evenly.
+    (groups of ``KD_GROUP`` leaves) evenly.
     """
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     L = kern.farthest_sq(X64)
-    order, bounds = kern.kd_leaves(X64, kern.DIAMETER_LEAF)
-    Xs = X64[order]
-    lo = np.minimum.reduceat(Xs, bounds[:-1], axis=0)
-    hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
-    group_starts = np.arange(0, len(lo), kern.DIAMETER_GROUP)
-    glo, ghi = np.minimum.reduceat(lo, group_starts, axis=0), np.maximum.reduceat(hi, group_starts, axis=0)
+    order, bounds, lo, hi, glo, ghi = _kd_boxes(X64, kern.KD_LEAF, kern.KD_GROUP)
     spans = triangle_panels(len(glo), parts)
     if part >= len(spans):
         return float(L)
@@ -85,19 +94,34 @@ def diameter_part(X, part: int, parts: int) -> float:
     return float(kern.block_max_sq(X64, order, bounds, lo, hi, glo, ghi, L, g0, g1))
 
 
-def count_panels(n: int, parts: int) -> list[tuple[int, int]]:
-    """Row ranges of the count pass: the upper triangle in equal areas, as ``counts_part`` visits the
-    pairs (z, y >= z) of its rows."""
-    return triangle_panels(n, parts)
+def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
+    """Contribution of the part-th of ``parts`` shares of the pairs (z, y >= z) to every point's epsilon
+    count (int64, n; the parts' vectors sum to the counts).
 
-
-def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
-    """Contribution of the pairs (z, y >= z), z in [a, b), to every point's epsilon count (int64, n)."""
+    Deterministic set-up repeated by every part (O(n d log n)): k-d leaves of
+    at most ``KD_LEAF`` points and their boxes; parts split the triangle
+    of group pairs (groups of ``KD_GROUP`` leaves) evenly.  Leaf pairs
+    whose boxes lie wholly within or beyond the threshold are counted whole
+    or skipped; the rest pair by pair
+    (:func:`~cdfts_dask.engine.cpu_kernels.count_leaf_pairs`).
+    """
     n, d = X.shape
-    Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     counts = np.zeros(n, dtype=np.int64)
-    XT = np.ascontiguousarray(X.T)
-    kern.count_upper(X, XT, a, b, np.float64(T), Tlo[0], Thi[0], counts, kern.columns_token(d))
+    order, bounds, lo, hi, glo, ghi = _kd_boxes(
+        np.ascontiguousarray(X, dtype=np.float64), kern.KD_LEAF, kern.KD_GROUP
+    )
+    spans = triangle_panels(len(glo), parts)
+    if part >= len(spans):
+        return counts
+    g0, g1 = spans[part]
+    Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
+    Xs = np.ascontiguousarray(X[order])
+    in_order = np.zeros(n, dtype=np.int64)
+    kern.count_leaf_pairs(
+        Xs, np.ascontiguousarray(Xs.T), bounds, lo, hi, glo, ghi, np.float64(T), Tlo[0], Thi[0], g0, g1,
+        in_order, kern.columns_token(d),
+    )  # fmt: skip
+    counts[order] = in_order
     return counts
 
 
@@ -131,7 +155,7 @@ def per_d_kernels(estimator: str, k: int | None) -> tuple[str, ...]:
     """Names of the kernels compiled once per number of columns that a run of this estimator calls
     (:func:`~cdfts_dask.engine.cpu_kernels.kernels_cached`)."""
     if estimator == "epsilon":
-        return "count_upper", "shift_accumulate"
+        return "count_leaf_pairs", "shift_accumulate"
     return ("kth_smallest_sq", "shift_accumulate") if kth_buffered(k) else ("shift_accumulate",)
 
 

@@ -76,58 +76,56 @@ def farthest_sq(X):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def count_upper(X, XT, start, stop, T, Tlo, Thi, counts, columns):
-    """Epsilon counts from the pairs (z, y), start <= z < stop, y > z, added to both z and y.
+def _count_block(X, XT, z0, z1, y0, y1, band, counts, buffers, columns):
+    """Epsilon counts from the pairs (z, y), z in [z0, z1), y in [y0, y1) with y > z, added to both z
+    and y; returns how many pairs it tested.
 
-    ``sq <= T`` is the oracle's ``S / m <= lam`` (see module docstring); each
-    unordered pair is visited once and counts for both of its points; the
-    point itself (sq = 0) is counted here for the panel rows.  ``columns``:
-    as for :func:`shift_accumulate` (d a compile-time constant).  Rows whose
-    targets in a block all lie above them go four at a time, their ``sq`` in
-    registers (:func:`_count_group`); rows meeting the diagonal go one by one.
+    ``sq <= T`` is the oracle's ``S / m <= lam`` (see module docstring).  The
+    blocks are either disjoint (y0 >= z1: every row against every target,
+    four rows at a time, their ``sq`` in registers: :func:`_count_group`) or
+    one block (z0 = y0, z1 = y1: each row against the targets after it, one
+    by one).  ``band``: ``(T, T_lo, T_hi)``; ``columns``: as for
+    :func:`shift_accumulate` (d a compile-time constant); ``buffers``: five
+    vectors ``(sq, s_0, .., s_3)`` of at least ``y1 - y0`` values.
     """
-    n = X.shape[0]
+    T, Tlo, Thi = band
+    sq, s0, s1, s2, s3 = buffers
     head = head_columns(len(columns))
-    sq = np.empty(BLOCK, dtype=X.dtype)
-    s0, s1, s2, s3 = _buffers(X.dtype)
-    for y0 in range(start + 1, n, BLOCK):
-        y1 = min(y0 + BLOCK, n)
-        w = y1 - y0
-        rows_end = min(stop, y1 - 1)
-        z = start
-        while z + 4 <= rows_end and z + 3 < y0:  # the four rows' targets: all of [y0, y1)
-            if head:
-                _sq_head(X, XT, y0, w, z, z + 1, z + 2, z + 3, head, s0, s1, s2, s3)
-            c0, c1, c2, c3, amb = _count_group(X, XT, y0, w, z, columns, s0, s1, s2, s3, Tlo, Thi, counts)
-            counts[z] += c0
-            counts[z + 1] += c1
-            counts[z + 2] += c2
-            counts[z + 3] += c3
-            if amb:
-                for zk in range(z, z + 4):
-                    counts[zk] += _count_band(X, XT, zk, y0, y1, T, Tlo, Thi, counts, sq)
-            z += 4
-        grouped = z
-        for z in range(grouped, rows_end):  # the rows left, one by one
-            lo = max(z + 1, y0)
-            w = y1 - lo
-            if w <= 0:
-                continue
-            _sq_row(sq, X, z, XT, lo, y1)
-            c = 0
-            amb = 0
-            cnt = counts[lo:y1]
-            for t in range(w):
-                v = sq[t]
-                inside = v <= Tlo
-                c += inside
-                cnt[t] += inside
-                amb += (v > Tlo) & (v <= Thi)
-            if amb:
-                c += _count_band(X, XT, z, lo, y1, T, Tlo, Thi, counts, sq)
-            counts[z] += c
-    for z in range(start, stop):
-        counts[z] += 1
+    w = y1 - y0
+    z = z0
+    while z + 4 <= z1 and z + 3 < y0:  # the four rows' targets: all of [y0, y1)
+        if head:
+            _sq_head(X, XT, y0, w, z, z + 1, z + 2, z + 3, head, s0, s1, s2, s3)
+        c0, c1, c2, c3, amb = _count_group(X, XT, y0, w, z, columns, s0, s1, s2, s3, Tlo, Thi, counts)
+        counts[z] += c0
+        counts[z + 1] += c1
+        counts[z + 2] += c2
+        counts[z + 3] += c3
+        if amb:
+            for zk in range(z, z + 4):
+                counts[zk] += _count_band(X, XT, zk, y0, y1, T, Tlo, Thi, counts, sq)
+        z += 4
+    grouped = z
+    tested = (grouped - z0) * w
+    for z in range(grouped, z1):  # the rows left, one by one
+        lo = max(z + 1, y0)
+        if y1 <= lo:
+            continue
+        _sq_row(sq, X, z, XT, lo, y1)
+        c = 0
+        amb = 0
+        cnt = counts[lo:y1]
+        for t in range(y1 - lo):
+            v = sq[t]
+            inside = v <= Tlo
+            c += inside
+            cnt[t] += inside
+            amb += (v > Tlo) & (v <= Thi)
+        if amb:
+            c += _count_band(X, XT, z, lo, y1, T, Tlo, Thi, counts, sq)
+        counts[z] += c
+        tested += y1 - lo
+    return tested
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -467,11 +465,11 @@ def shift_accumulate(X, YT, T, Tlo, Thi, rin, a, bm, lam, q, m, tiny, A, BT, col
                 _accumulate_group(X, z0, z1, z2, z3, r0, r1, r2, r3, A, BT, y0, y1)
 
 
-#: points per leaf of the diameter's k-d blocks: small leaves have tight boxes (at d = 8, 43% of the leaf
-#: pairs of 64 points survive the bound where 64% of those of 256 do)
-DIAMETER_LEAF = 32
-#: leaves per group: the diameter tests groups' boxes first, then their leaves'
-DIAMETER_GROUP = 8
+#: points per leaf of the k-d blocks of the diameter and the count pass: small leaves have tight boxes
+#: (at d = 8, 43% of the leaf pairs of 64 points survive the diameter's bound where 64% of those of 256 do)
+KD_LEAF = 32
+#: leaves per group: the passes test groups' boxes first, then their leaves'
+KD_GROUP = 8
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -578,7 +576,7 @@ def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
     """Largest float64 ``sq`` over the pairs of group pairs (I, J >= I), g0 <= I < g1, pruned by boxes.
 
     Leaf L holds the points ``order[bounds[L]:bounds[L + 1]]`` with box ``lo[L]..hi[L]``; group I is
-    the ``DIAMETER_GROUP`` consecutive leaves from ``I * DIAMETER_GROUP`` (a subtree of the k-d
+    the ``KD_GROUP`` consecutive leaves from ``I * KD_GROUP`` (a subtree of the k-d
     split), with box ``glo[I]..ghi[I]`` around theirs.  No pair of A x B exceeds :func:`_box_bound`,
     so a group pair, then a leaf pair, whose bound is below the running maximum ``best`` (initially a
     true pair's ``sq``) is skipped.  Where most leaf pairs of a group pair survive (high d: boxes prune
@@ -586,7 +584,7 @@ def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
     the oracle does.
     """
     d = X.shape[1]
-    G = DIAMETER_GROUP
+    G = KD_GROUP
     nf = bounds.shape[0] - 1
     ng = glo.shape[0]
     width = 1
@@ -620,6 +618,91 @@ def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
     return best
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _box_gap(lo, hi, a, b):
+    """Smallest ``sq`` that a point of box a and a point of box b can have: ``sum_j g_j^2``,
+    ``g_j = max(0, lo_b - hi_a, lo_a - hi_b)``, deflated by 1e-9 against its own rounding."""
+    lb = 0.0
+    for j in range(lo.shape[1]):
+        g = max(0.0, lo[b, j] - hi[a, j], lo[a, j] - hi[b, j])
+        lb += g * g
+    return lb * (1.0 - 1e-9)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
+def _add_whole(whole, p0, p1, q0, q1):
+    """Every pair (z, y >= z) of points [p0, p1) x [q0, q1) is inside: each point of one block gains
+    the other block's size (a block with itself: its own size, the point itself included), through the
+    difference vector ``whole`` (its running sum is the count)."""
+    whole[p0] += q1 - q0
+    whole[p1] -= q1 - q0
+    if q0 != p0:
+        whole[q0] += p1 - p0
+        whole[q1] -= p1 - p0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def count_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, T, Tlo, Thi, g0, g1, counts, columns):
+    """Epsilon counts from the pairs (z, y >= z) of group pairs (I, J >= I), g0 <= I < g1, by boxes;
+    returns how many pairs it tested one by one.
+
+    X holds the points in k-d order (:func:`kd_leaves`), XT its transpose;
+    leaf L is ``X[bounds[L]:bounds[L + 1]]`` with box ``lo[L]..hi[L]``, and
+    group I the ``KD_GROUP`` consecutive leaves from ``I * KD_GROUP``
+    with box ``glo[I]..ghi[I]``.  A group pair, then a leaf pair, is skipped
+    when its boxes are farther apart than the threshold (:func:`_box_gap`
+    above ``T``: no pair inside) and counted whole when they are within it
+    (:func:`_box_bound` at most ``T``: every pair inside); only the leaf
+    pairs between the two are tested pair by pair (:func:`_count_block`,
+    exact; a row leaf's consecutive such leaves in one block of up to
+    ``BLOCK`` targets).  Each pair counts for both of its points, the point
+    itself once.
+    """
+    n = X.shape[0]
+    G = KD_GROUP
+    nf = bounds.shape[0] - 1
+    ng = glo.shape[0]
+    buffers = (np.empty(BLOCK, dtype=X.dtype), *_buffers(X.dtype))
+    band = (T, Tlo, Thi)
+    whole = np.zeros(n + 1, dtype=np.int64)
+    tested = 0
+    for gi in range(g0, g1):
+        i0, i1 = gi * G, min(gi * G + G, nf)
+        for gj in range(gi, ng):
+            if _box_gap(glo, ghi, gi, gj) > T:
+                continue
+            j0, j1 = gj * G, min(gj * G + G, nf)
+            if _box_bound(glo, ghi, gi, gj) <= T:
+                _add_whole(whole, bounds[i0], bounds[i1], bounds[j0], bounds[j1])
+                continue
+            for fi in range(i0, i1):
+                p0, p1 = bounds[fi], bounds[fi + 1]
+                q0 = q1 = p1  # the pending run of consecutive mixed leaves [q0, q1), tested in one block
+                for fj in range(max(fi, j0), j1):
+                    if _box_gap(lo, hi, fi, fj) > T:
+                        continue
+                    r0, r1 = bounds[fj], bounds[fj + 1]
+                    if _box_bound(lo, hi, fi, fj) <= T:
+                        _add_whole(whole, p0, p1, r0, r1)
+                    elif fj == fi:
+                        for z in range(p0, p1):
+                            counts[z] += 1
+                        tested += _count_block(X, XT, p0, p1, p0, p1, band, counts, buffers, columns)
+                    elif r0 == q1 and r1 - q0 <= BLOCK:
+                        q1 = r1
+                    else:
+                        if q1 > q0:
+                            tested += _count_block(X, XT, p0, p1, q0, q1, band, counts, buffers, columns)
+                        q0, q1 = r0, r1
+                if q1 > q0:
+                    tested += _count_block(X, XT, p0, p1, q0, q1, band, counts, buffers, columns)
+    running = 0
+    for z in range(n):
+        running += whole[z]
+        counts[z] += running
+    return tested
+
+
 def _cached_signatures(kernel) -> list[tuple]:
     """Argument types of the compiled versions of a ``cache=True`` kernel in numba's on-disk cache that
     this process would load: those of the kernel's current code, for this CPU and its features."""
@@ -631,7 +714,7 @@ def _cached_signatures(kernel) -> list[tuple]:
 def kernels_cached(d: int, dtype: str, kernels: tuple[str, ...]) -> tuple[bool, bool] | None:
     """``(any, these)`` for numba's on-disk cache (``cache=True``) as this process sees it: whether it
     holds any compiled kernel of this module from an earlier run, and whether it holds the named
-    ``kernels``, of those compiled once per number of columns (:func:`count_upper`,
+    ``kernels``, of those compiled once per number of columns (:func:`count_leaf_pairs`,
     :func:`kth_smallest_sq`, :func:`shift_accumulate`: d is part of their type, :func:`columns_token`),
     for d columns of ``dtype`` points.  None when numba's cache cannot be inspected.
 

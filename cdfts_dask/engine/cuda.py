@@ -79,21 +79,20 @@ def diameter_part(X, part: int, parts: int) -> float:
     return float(out.max())
 
 
-def count_panels(n: int, parts: int) -> list[tuple[int, int]]:
-    """Row ranges of the count pass: equal rows, as ``counts_part`` visits full rows."""
-    return chunks(0, n, math.ceil(n / max(1, parts)))
-
-
-def counts_part(X, a: int, b: int, T: float) -> np.ndarray:
-    """Epsilon counts of the rows in [a, b) over every point, i itself included, in an n-vector that is
-    0 outside [a, b) (int64, host; parts are summed).  Full rows, not the CPU's triangle: each thread
-    counts its own row in a register, where a triangle needs shared-memory atomics for the column counts
-    (the full-row kernel did its n^2 pairs 5x faster than the triangle kernel did n^2 / 2 on an H100)."""
+def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
+    """Epsilon counts of the part-th of ``parts`` equal row ranges over every point, i itself included,
+    in an n-vector that is 0 outside those rows (int64, host; parts are summed).  Full rows, not the
+    CPU's triangle: each thread counts its own row in a register, where a triangle needs shared-memory
+    atomics for the column counts (the full-row kernel did its n^2 pairs 5x faster than the triangle
+    kernel did n^2 / 2 on an H100)."""
     n, d = X.shape
-    Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     counts = xp.zeros(n, dtype=np.int64)
-    count_rows = _kernels(d, X.dtype)[1]
-    count_rows[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
+    spans = chunks(0, n, math.ceil(n / max(1, parts)))
+    if part < len(spans):
+        a, b = spans[part]
+        Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
+        count_rows = _kernels(d, X.dtype)[1]
+        count_rows[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
     return to_host(counts)
 
 

@@ -92,10 +92,11 @@ def _add(*vectors):
     return total
 
 
-def _counts_part(counts_part, X, a: int, b: int, lam: float, *max_sq: float):
-    """The device's ``counts_part`` of rows [a, b) under the epsilon pass's exact threshold on ``sq``,
-    derived here from the diameter parts' maxima (:func:`~cdfts_dask.engine.plan.count_threshold`)."""
-    return counts_part(X, a, b, plan.count_threshold(plan.diameter(*max_sq), lam))
+def _counts_part(counts_part, X, part: int, parts: int, lam: float, *max_sq: float):
+    """The device's ``counts_part`` (the part-th of ``parts``) under the epsilon pass's exact threshold
+    on ``sq``, derived here from the diameter parts' maxima
+    (:func:`~cdfts_dask.engine.plan.count_threshold`)."""
+    return counts_part(X, part, parts, plan.count_threshold(plan.diameter(*max_sq), lam))
 
 
 def _epsilon_plan(m: float, lam: float, mean, dtype: str, *partial):
@@ -211,10 +212,9 @@ class TiledEngine:
         m = c.submit(plan.diameter, *maxima)  # for the client, the epsilon plan and the k-NN radii kept
         counts = radius = None
         if estimator == "epsilon":
-            spans = dev.count_panels(n, len(parts))
             partial = [
-                c.submit(_counts_part, dev.counts_part, X, a, b, lam, *maxima, **on(i))
-                for i, (a, b) in enumerate(spans)
+                c.submit(_counts_part, dev.counts_part, X, i, len(parts), lam, *maxima, **on(i))
+                for i in range(len(parts))
             ]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)

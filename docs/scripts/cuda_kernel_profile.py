@@ -62,7 +62,7 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tupl
     T = plan.count_threshold(m, lam)
     Tlo, Thi = plan.guard_band(np.array([T]), d, X.dtype)
     band = (np.float64(T), Tlo[0], Thi[0])
-    counts_host = cuda.counts_part(X, 0, n, T)
+    counts_host = cuda.counts_part(X, 0, 1, T)
     shift_plan = plan.epsilon_plan(m, lam, counts_host, cuda.column_mean(X), dtype)
     names = ("T", "Tlo", "Thi", "rin", "a", "bm", "lam", "q")
     coef = [cuda.xp.asarray(getattr(shift_plan, name)) for name in names] + [float(shift_plan.m[0])]

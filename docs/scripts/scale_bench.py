@@ -98,7 +98,7 @@ def kernel_rates(d: int, s: int, rows: int = 20_000) -> tuple[float, float]:
 
     X = cpu.prepare(bench.data(s, d), "float64")
     m = plan.diameter(cpu.diameter_part(X, 0, 1))
-    counts = cpu.counts_part(X, 0, s, plan.count_threshold(m, 0.1))
+    counts = cpu.counts_part(X, 0, 1, plan.count_threshold(m, 0.1))
     shift_plan = plan.epsilon_plan(m, 0.1, counts, cpu.column_mean(X), "float64")
     cpu.shift_part(X, 0, 100, shift_plan)  # compiled / cache loaded
     t0 = time.thread_time()
