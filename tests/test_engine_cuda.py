@@ -393,7 +393,8 @@ def test_the_kernels_follow_how_numba_cuda_was_imported_not_the_environment_late
 @simulated_cuda
 def test_kernel_profile_script_times_every_kernel(tmp_path):
     """``docs/scripts/cuda_kernel_profile.py`` (the ``kernels`` and ``ab`` stages of gpu_figures.sh) times
-    the four production kernels and the diameter pass, one line each, then prints the bits to compare:
+    the four production kernels and the diameter and count passes, one line each, then prints the bits
+    to compare:
     the diameter's sq (the oracle's) and a digest of the shift sums, the same however often the kernels
     ran, another digest where the sums differ (another lambda).  Under the simulator on 40 points."""
     script = Path(__file__).resolve().parents[1] / "docs" / "scripts" / "cuda_kernel_profile.py"
@@ -404,10 +405,10 @@ def test_kernel_profile_script_times_every_kernel(tmp_path):
                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         assert run.returncode == 0, run.stderr
         lines = run.stdout.splitlines()[1:]
-        kernels = ["max_sq", "diameter_part", "count_rows", "kth_smallest_sq", "shift_sums"]
-        assert [line.split()[0] for line in lines[:5]] == kernels, run.stdout
-        found = re.fullmatch(r"  bits: diameter sq (\S+), shift sums sha256 ([0-9a-f]{16})", lines[5])
-        assert len(lines) == 6 and found, run.stdout
+        kernels = ["max_sq", "diameter_part", "count_rows", "counts_part", "kth_smallest_sq", "shift_sums"]
+        assert [line.split()[0] for line in lines[:6]] == kernels, run.stdout
+        found = re.fullmatch(r"  bits: diameter sq (\S+), shift sums sha256 ([0-9a-f]{16})", lines[6])
+        assert len(lines) == 7 and found, run.stdout
         return float(found[1]), found[2]
 
     diameter, once = bits("--repeat", "1")

@@ -8,6 +8,8 @@ after a launch on 300 points that compiles), for the synthetic points of
 * ``diameter_part``: the whole diameter pass as the graph runs it (one part: its set-up, launches and
   maximum), its rate over the same n^2 / 2 pairs (a device that prunes pairs visits fewer);
 * ``count_rows``: the epsilon counts (full rows: n^2 pairs);
+* ``counts_part``: the whole count pass as the graph runs it (one part: its set-up, launches and counts
+  on the host), its rate over the same n^2 pairs (a device that decides pairs by boxes tests fewer);
 * ``kth_smallest_sq``: the k-NN radii for k = 10 (n^2 pairs);
 * ``shift_sums``: the shift pass's sums (n^2 pairs);
 
@@ -72,6 +74,7 @@ def profile(n: int, d: int, dtype: str, lam: float, k: int, repeat: int) -> tupl
         "max_sq": (lambda r: max_sq[cuda._blocks(r), threads](X, 0, r, out), n * n / 2),
         "diameter_part": (lambda r: diameters.append(cuda.diameter_part(X[:r], 0, 1)), n * n / 2),
         "count_rows": (lambda r: count_rows[cuda._blocks(r), threads](X, 0, r, *band, counts), n * n),
+        "counts_part": (lambda r: cuda.counts_part(X[:r], 0, 1, T), n * n),
         f"kth_smallest_sq k={k}": (lambda r: kth[cuda._blocks(r), threads](X, 0, r, out), n * n),
         "shift_sums": (lambda r: shift_sums[cuda._blocks(r), threads](X[:r], X[:r], *coef, A, B), n * n),
     }
