@@ -260,8 +260,8 @@ def kernel_profile(n: int, d: int, dtype: str = "float64", lam: float = 0.1, k: 
     (immune to other processes).
 
     Returns seconds and pair rates of the diameter (k-d pruned), the count pass
-    (n^2 / 2 unordered pairs), the k-NN radii for k (n^2 pairs) and the shift
-    pass (n^2 ordered pairs).
+    (k-d pruned; its rate over all n^2 / 2 unordered pairs), the k-NN radii for
+    k (n^2 pairs) and the shift pass (n^2 ordered pairs).
     """
     from .engine import cpu, plan
 
