@@ -53,7 +53,7 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
         stats = sum(dev.to_host(dev.counts_part(Xd, i, parts, T)) for i in range(parts))
         shift_plan = plan.epsilon_plan(m, lam, stats, mean, dtype)
     else:
-        kth = dev.concat(*[dev.kth_part(Xd, a, b, k) for a, b in plan.chunks(0, n, rows)])
+        kth = sum(dev.kth_part(Xd, i, parts, k) for i in range(parts))
         stats = plan.knn_radius(dev.to_host(kth), m)
         shift_plan = plan.knn_plan(m, k, stats, mean, dtype)
     shifted = [dev.shift_part(Xd, a, b, shift_plan) for a, b in plan.chunks(0, n, rows)]

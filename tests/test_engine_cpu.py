@@ -142,6 +142,22 @@ def test_box_pruned_counts_are_exact(n, d, lam, dtype):
             np.testing.assert_array_equal(counts, expected)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("n,d,k", [(2, 1, 1), (40, 3, 39), (1500, 2, 10), (1500, 8, 1), (1200, 16, 63)])
+def test_box_pruned_kth_radii_are_exact(n, d, k, dtype):
+    """Each row leaf visits the others nearest box first and stops where their boxes are farther than its
+    rows' current k + 1-th ``sq`` (blobs at d = 2 rule out most; lattice ties and duplicates; all points
+    equal; k up to the buffer's edge and n - 1): the radii equal the oracle's for any number of parts,
+    more parts than leaves included."""
+    k = min(k, n - 1)
+    for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
+        Xw = cpu.prepare(normalised(X), dtype)
+        s = oracle.pairwise_distances(Xw.astype(np.float64))
+        for parts in (1, 3, 70):
+            kth = sum(cpu.kth_part(Xw, part, parts, k) for part in range(parts))
+            np.testing.assert_array_equal(kth, oracle.kth_neighbour_radius(s, k), err_msg=f"{parts} parts")
+
+
 def test_boxes_decide_most_count_pairs_of_blobs():
     """Where boxes decide (blobs at d = 2 and 3: 18% and 35% of the pairs left at n = 3000; at d = 8 the
     boxes of 3000 points are too large, 59%), the kernel tests well under all pairs one by one (and the
@@ -181,7 +197,7 @@ def test_large_k_pass_in_sub_panels_equals_oracle():
     s = oracle.pairwise_distances(X)
     m = s.max()
     for budget in (8 * 300 * 7, 8 * 300 * 1000):  # 7-row sub-panels; one sub-panel
-        kth = np.concatenate([cpu.kth_part(X, a, min(a + 64, 300), 150, budget) for a in range(0, 300, 64)])
+        kth = sum(cpu.kth_part(X, part, 5, 150, budget) for part in range(5))  # parts of 60 rows
         assert np.array_equal(kth / m, oracle.kth_neighbour_radius(s / m, 150))
 
 
@@ -191,9 +207,9 @@ def test_float32_kth_radii_keep_the_pair_their_float32_sq_misorders(monkeypatch)
     oracle's on those points, bit for bit; with the bound set to 0 the nearer pair is ruled out."""
     _, near = float32_misordered()
     s = oracle.pairwise_distances(near.astype(np.float64))
-    np.testing.assert_array_equal(cpu.kth_part(near, 0, 3, 1), oracle.kth_neighbour_radius(s, 1))
+    np.testing.assert_array_equal(cpu.kth_part(near, 0, 1, 1), oracle.kth_neighbour_radius(s, 1))
     monkeypatch.setattr(cpu, "sq_bound_factors", lambda d, dtype: (1.0, 1.0, 0.0))
-    assert cpu.kth_part(near, 0, 3, 1)[0] > oracle.kth_neighbour_radius(s, 1)[0]
+    assert cpu.kth_part(near, 0, 1, 1)[0] > oracle.kth_neighbour_radius(s, 1)[0]
 
 
 @pytest.mark.parametrize(
@@ -280,7 +296,7 @@ m = plan.diameter(cpu.diameter_part(X, 0, 1))
 counts = cpu.counts_part(X, 0, 1, plan.count_threshold(m, 0.2))
 cpu.shift_part(X, 0, 40, plan.epsilon_plan(m, 0.2, counts, cpu.column_mean(X), "float64"))
 print(state())
-cpu.kth_part(X, 0, 40, 3)
+cpu.kth_part(X, 0, 1, 3)
 print(state())
 """
 

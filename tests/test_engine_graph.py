@@ -209,7 +209,7 @@ def test_memory_per_task_is_bounded_by_the_panel(estimator, k):
             counts = cpu.counts_part(X, 0, -(-n // rows), plan.count_threshold(m, 0.1)) + 1
             shift_plan = plan.epsilon_plan(m, 0.1, counts, cpu.column_mean(X), "float64")
         else:
-            kth = cpu.kth_part(X, 0, rows, k, budget_bytes=400_000)
+            kth = cpu.kth_part(X, 0, -(-n // rows), k, budget_bytes=400_000)
             shift_plan = plan.knn_plan(m, k, np.full(n, kth.mean() / m), cpu.column_mean(X), "float64")
         cpu.shift_part(X, 0, rows, shift_plan)
 

@@ -93,4 +93,4 @@ def test_compiling_is_said_for_a_first_run_and_for_a_new_number_of_columns(
     with caplog.at_level(logging.INFO, logger="cdfts_dask"):
         api._say_if_compiling(_InProcessClient(), 5, "float32", "knn", 10)
     assert _messages(caplog) == ([] if expected is None else [expected])
-    assert asked == [(5, "float32", ("kth_smallest_sq", "shift_accumulate"))]  # one call per worker
+    assert asked == [(5, "float32", ("kth_leaf_pairs", "shift_accumulate"))]  # one call per worker

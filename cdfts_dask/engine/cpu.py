@@ -11,7 +11,8 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
   ``parts`` shares of the pairs contributes, an n-vector (parts are summed): here
   from the pairs ``(z, y >= z)`` of k-d leaf pairs, to both points; on CUDA from
   full rows;
-* ``kth_part(X, a, b, k)``: distance from rows [a, b) to their k-th nearest other point;
+* ``kth_part(X, part, parts, k)``: distance from the rows of the part-th of ``parts``
+  shares to their k-th nearest other point, an n-vector (0 elsewhere; parts are summed);
 * ``column_mean(X)``: float64 column means (the shift's ``mean(X)``), on the host;
 * ``shift_part(X, a, b, plan)``: shifted, not yet normalised, rows [a, b);
 * ``shift_targets(P, Y, plan)``: the same for targets Y against references P
@@ -125,30 +126,49 @@ def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     return counts
 
 
-def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
-    """Distance from each row in [a, b) to its k-th nearest other point (float64, exact order statistics).
+def kth_part(X, part: int, parts: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
+    """Distance from each row of the part-th of ``parts`` shares to its k-th nearest other point, in an
+    n-vector that is 0 outside those rows (float64, exact order statistics; parts are summed).
 
-    Small k: a sorted buffer of the k + 1 smallest ``sq`` per row (numba).
-    Large k: sub-panels of ``budget_bytes // (8 n)`` full rows of ``sq`` (at
-    least one), each reduced by a partition, so the task's memory stays
-    within about two budgets whatever n and k are.
+    Small k (k + 1 <= :data:`~cdfts_dask.engine.plan.KTH_BUFFER_MAX`): the
+    parts split the k-d leaves (``KD_LEAF`` points) evenly; each row leaf
+    keeps its rows' k + 1 smallest ``sq`` and visits the other leaves
+    nearest box first, until their boxes are farther than every row's
+    current k + 1-th (:func:`~cdfts_dask.engine.cpu_kernels.kth_leaf_pairs`).
+    Large k: the parts split the rows evenly, in sub-panels of
+    ``budget_bytes // (8 n)`` full rows of ``sq`` (at least one), each
+    reduced by a partition, so the task's memory stays within about two
+    budgets whatever n and k are.
     """
+    n, d = X.shape
+    out = np.zeros(n)
     if kth_buffered(k):
-        X = np.ascontiguousarray(X)
-        _, grow, floor = sq_bound_factors(X.shape[1], X.dtype)
-        XT = np.ascontiguousarray(X.T)
-        return np.sqrt(kern.kth_smallest_sq(X, XT, a, b, k, grow, floor, kern.columns_token(X.shape[1])))
+        X64 = np.ascontiguousarray(X, dtype=np.float64)
+        order, bounds, lo, hi, glo, ghi = _kd_boxes(X64, kern.KD_LEAF, kern.KD_GROUP)
+        spans = chunks(0, len(lo), math.ceil(len(lo) / max(1, parts)))
+        if part >= len(spans):
+            return out
+        L0, L1 = spans[part]
+        _, grow, floor = sq_bound_factors(d, X.dtype)
+        Xs = np.ascontiguousarray(X[order])
+        boxes = (bounds, lo, hi, glo, ghi)
+        kth_sq = kern.kth_leaf_pairs(Xs, np.ascontiguousarray(Xs.T), *boxes, L0, L1, k, grow, floor,
+                                     kern.columns_token(d))  # fmt: skip
+        out[order[bounds[L0] : bounds[L1]]] = np.sqrt(kth_sq)
+        return out
+    spans = chunks(0, n, math.ceil(n / max(1, parts)))
+    if part >= len(spans):
+        return out
+    a, b = spans[part]
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     XT = np.ascontiguousarray(X64.T)
-    n = X64.shape[0]
-    kth_sq = np.empty(b - a)
-    for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
-        sq = np.zeros((hi - lo, n))
-        for j in range(X64.shape[1]):
-            diff = X64[lo:hi, j, None] - XT[None, j]
+    for lo_row, hi_row in chunks(a, b, budget_bytes // (8 * n)):
+        sq = np.zeros((hi_row - lo_row, n))
+        for j in range(d):
+            diff = X64[lo_row:hi_row, j, None] - XT[None, j]
             sq += diff * diff
-        kth_sq[lo - a : hi - a] = np.partition(sq, k, axis=1)[:, k]
-    return np.sqrt(kth_sq)
+        out[lo_row:hi_row] = np.sqrt(np.partition(sq, k, axis=1)[:, k])
+    return out
 
 
 def per_d_kernels(estimator: str, k: int | None) -> tuple[str, ...]:
@@ -156,7 +176,7 @@ def per_d_kernels(estimator: str, k: int | None) -> tuple[str, ...]:
     (:func:`~cdfts_dask.engine.cpu_kernels.kernels_cached`)."""
     if estimator == "epsilon":
         return "count_leaf_pairs", "shift_accumulate"
-    return ("kth_smallest_sq", "shift_accumulate") if kth_buffered(k) else ("shift_accumulate",)
+    return ("kth_leaf_pairs", "shift_accumulate") if kth_buffered(k) else ("shift_accumulate",)
 
 
 def column_mean(X) -> np.ndarray:

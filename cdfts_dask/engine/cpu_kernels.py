@@ -193,52 +193,42 @@ def _above_bound(worst, grow, floor):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def kth_smallest_sq(X, XT, start, stop, k, grow, floor, columns):
-    """For rows start <= z < stop: the (k+1)-th smallest float64 ``sq`` over all points (self included).
+def _kth_block(X, XT, z0, z1, y0, y1, best, grow, floor, columns, buffers):
+    """Merge the ``sq`` of rows z0 <= z < z1 to the points [y0, y1) (at most ``BLOCK``) into the rows'
+    sorted buffers ``best[z - z0]`` of their k + 1 smallest float64 ``sq``.
 
-    Keeps a sorted buffer of the k+1 smallest values per row (insertion when a
-    value beats the current largest), so memory is O(rows k).  ``sqrt`` of the
-    result divided by m is the oracle's k-NN radius (the map is monotone).
-    Rows go four at a time against each block of points, their ``sq`` summed
-    in registers (:func:`_sq_group`; ``columns`` as for :func:`shift_accumulate`).
-
-    ``sq`` is summed in X's dtype.  float64 (``grow = 1``, ``floor = 0``): it
-    is the float64 ``sq``.  float32: a value above ``worst * grow`` (worst,
-    the row's current (k+1)-th, at least ``floor``) proves the float64 ``sq``
-    above worst (:func:`~cdfts_dask.engine.plan.sq_bound_factors`); the rest
-    get their float64 ``sq`` from the upcast coordinates.
+    Rows go four at a time, their ``sq`` summed in registers (:func:`_sq_group`;
+    ``columns`` as for :func:`shift_accumulate`; ``buffers``: four vectors of
+    at least ``y1 - y0`` values).  ``sq`` is summed in X's dtype.  float64
+    (``grow = 1``, ``floor = 0``): it is the float64 ``sq``.  float32: a value
+    above ``worst * grow`` (worst, the row's current (k+1)-th, at least
+    ``floor``) proves the float64 ``sq`` above worst
+    (:func:`~cdfts_dask.engine.plan.sq_bound_factors`); the rest get their
+    float64 ``sq`` from the upcast coordinates (:func:`_insert_smallest`).
     """
-    n = X.shape[0]
+    s0, s1, s2, s3 = buffers
     head = head_columns(len(columns))
-    rows = stop - start
-    best = np.full((rows, k + 1), np.inf)
-    s0, s1, s2, s3 = _buffers(X.dtype)
-    for y0 in range(0, n, BLOCK):
-        y1 = min(y0 + BLOCK, n)
-        w = y1 - y0
-        for i in range(0, rows, 4):
-            g = min(4, rows - i)  # rows in this group; a short group repeats its last row
-            z0 = start + i
-            i1, i2, i3 = i + min(1, g - 1), i + min(2, g - 1), i + min(3, g - 1)
-            if head:
-                _sq_head(X, XT, y0, w, z0, start + i1, start + i2, start + i3, head, s0, s1, s2, s3)
-            h0, h1, h2, h3 = _sq_group(
-                X, XT, y0, w, z0, start + i1, start + i2, start + i3, columns, s0, s1, s2, s3,
-                _above_bound(best[i, k], grow, floor), _above_bound(best[i1, k], grow, floor),
-                _above_bound(best[i2, k], grow, floor), _above_bound(best[i3, k], grow, floor),
-            )  # fmt: skip
-            if h0:
-                _insert_smallest(best[i], s0, w, X, z0, XT, y0, grow, floor)
-            if g > 1 and h1:
-                _insert_smallest(best[i1], s1, w, X, start + i1, XT, y0, grow, floor)
-            if g > 2 and h2:
-                _insert_smallest(best[i2], s2, w, X, start + i2, XT, y0, grow, floor)
-            if g > 3 and h3:
-                _insert_smallest(best[i3], s3, w, X, start + i3, XT, y0, grow, floor)
-    out = np.empty(rows)
-    for i in range(rows):
-        out[i] = best[i, k]
-    return out
+    k = best.shape[1] - 1
+    rows = z1 - z0
+    w = y1 - y0
+    for i in range(0, rows, 4):
+        g = min(4, rows - i)  # rows in this group; a short group repeats its last row
+        i1, i2, i3 = i + min(1, g - 1), i + min(2, g - 1), i + min(3, g - 1)
+        if head:
+            _sq_head(X, XT, y0, w, z0 + i, z0 + i1, z0 + i2, z0 + i3, head, s0, s1, s2, s3)
+        h0, h1, h2, h3 = _sq_group(
+            X, XT, y0, w, z0 + i, z0 + i1, z0 + i2, z0 + i3, columns, s0, s1, s2, s3,
+            _above_bound(best[i, k], grow, floor), _above_bound(best[i1, k], grow, floor),
+            _above_bound(best[i2, k], grow, floor), _above_bound(best[i3, k], grow, floor),
+        )  # fmt: skip
+        if h0:
+            _insert_smallest(best[i], s0, w, X, z0 + i, XT, y0, grow, floor)
+        if g > 1 and h1:
+            _insert_smallest(best[i1], s1, w, X, z0 + i1, XT, y0, grow, floor)
+        if g > 2 and h2:
+            _insert_smallest(best[i2], s2, w, X, z0 + i2, XT, y0, grow, floor)
+        if g > 3 and h3:
+            _insert_smallest(best[i3], s3, w, X, z0 + i3, XT, y0, grow, floor)
 
 
 def columns_token(d: int) -> tuple:
@@ -619,12 +609,13 @@ def block_max_sq(X, order, bounds, lo, hi, glo, ghi, best, g0, g1):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
-def _box_gap(lo, hi, a, b):
-    """Smallest ``sq`` that a point of box a and a point of box b can have: ``sum_j g_j^2``,
-    ``g_j = max(0, lo_b - hi_a, lo_a - hi_b)``, deflated by 1e-9 against its own rounding."""
+def _box_gap(alo, ahi, a, blo, bhi, b):
+    """Smallest ``sq`` that a point of box a (``alo[a]..ahi[a]``) and a point of box b (``blo[b]..bhi[b]``)
+    can have: ``sum_j g_j^2``, ``g_j = max(0, lo_b - hi_a, lo_a - hi_b)``, deflated by 1e-9 against its
+    own rounding."""
     lb = 0.0
-    for j in range(lo.shape[1]):
-        g = max(0.0, lo[b, j] - hi[a, j], lo[a, j] - hi[b, j])
+    for j in range(alo.shape[1]):
+        g = max(0.0, blo[b, j] - ahi[a, j], alo[a, j] - bhi[b, j])
         lb += g * g
     return lb * (1.0 - 1e-9)
 
@@ -669,7 +660,7 @@ def count_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, T, Tlo, Thi, g0, g1, count
     for gi in range(g0, g1):
         i0, i1 = gi * G, min(gi * G + G, nf)
         for gj in range(gi, ng):
-            if _box_gap(glo, ghi, gi, gj) > T:
+            if _box_gap(glo, ghi, gi, glo, ghi, gj) > T:
                 continue
             j0, j1 = gj * G, min(gj * G + G, nf)
             if _box_bound(glo, ghi, gi, gj) <= T:
@@ -679,7 +670,7 @@ def count_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, T, Tlo, Thi, g0, g1, count
                 p0, p1 = bounds[fi], bounds[fi + 1]
                 q0 = q1 = p1  # the pending run of consecutive mixed leaves [q0, q1), tested in one block
                 for fj in range(max(fi, j0), j1):
-                    if _box_gap(lo, hi, fi, fj) > T:
+                    if _box_gap(lo, hi, fi, lo, hi, fj) > T:
                         continue
                     r0, r1 = bounds[fj], bounds[fj + 1]
                     if _box_bound(lo, hi, fi, fj) <= T:
@@ -703,6 +694,58 @@ def count_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, T, Tlo, Thi, g0, g1, count
     return tested
 
 
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def kth_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, L0, L1, k, grow, floor, columns):
+    """For the rows of leaves L0 <= A < L1: the (k+1)-th smallest float64 ``sq`` over all points (self
+    included), in row order (X in k-d order, XT its transpose, leaves and groups as for
+    :func:`count_leaf_pairs`).
+
+    Each row leaf keeps a sorted buffer of the k + 1 smallest values per row
+    (memory O(leaf k)) and visits the groups in order of the smallest ``sq``
+    their boxes allow against its own box (:func:`_box_gap`), then each
+    group's leaves (:func:`_kth_block`).  Once a group's, or a leaf's, box
+    gap is above the largest (k+1)-th value of the leaf's rows so far, none
+    of its points can enter a buffer: the leaf is skipped, and the groups
+    after it too.  A group's consecutive leaves not skipped go in one block
+    (a whole group where boxes rule out little: high d).  The values kept
+    are the float64 ``sq`` of the pairs, so the result does not depend on
+    the order.  ``sqrt`` of it divided by m is the oracle's k-NN radius (the
+    map is monotone).
+    """
+    nf = bounds.shape[0] - 1
+    ng = glo.shape[0]
+    G = KD_GROUP
+    buffers = _buffers(X.dtype)
+    group_gap = np.empty(ng)
+    out = np.empty(bounds[L1] - bounds[L0])
+    for a in range(L0, L1):
+        p0, p1 = bounds[a], bounds[a + 1]
+        best = np.full((p1 - p0, k + 1), np.inf)
+        for g in range(ng):
+            group_gap[g] = _box_gap(lo, hi, a, glo, ghi, g)
+        worst = np.inf
+        for g in np.argsort(group_gap):
+            if group_gap[g] > worst:
+                break
+            f1 = min(g * G + G, nf)
+            f = g * G
+            while f < f1:  # runs of consecutive leaves not ruled out, each in one block
+                if _box_gap(lo, hi, a, lo, hi, f) > worst:
+                    f += 1
+                    continue
+                run = f + 1
+                while run < f1 and _box_gap(lo, hi, a, lo, hi, run) <= worst:
+                    run += 1
+                _kth_block(X, XT, p0, p1, bounds[f], bounds[run], best, grow, floor, columns, buffers)
+                worst = best[0, k]
+                for r in range(1, p1 - p0):
+                    worst = max(worst, best[r, k])
+                f = run
+        for r in range(p1 - p0):
+            out[p0 - bounds[L0] + r] = best[r, k]
+    return out
+
+
 def _cached_signatures(kernel) -> list[tuple]:
     """Argument types of the compiled versions of a ``cache=True`` kernel in numba's on-disk cache that
     this process would load: those of the kernel's current code, for this CPU and its features."""
@@ -715,7 +758,7 @@ def kernels_cached(d: int, dtype: str, kernels: tuple[str, ...]) -> tuple[bool, 
     """``(any, these)`` for numba's on-disk cache (``cache=True``) as this process sees it: whether it
     holds any compiled kernel of this module from an earlier run, and whether it holds the named
     ``kernels``, of those compiled once per number of columns (:func:`count_leaf_pairs`,
-    :func:`kth_smallest_sq`, :func:`shift_accumulate`: d is part of their type, :func:`columns_token`),
+    :func:`kth_leaf_pairs`, :func:`shift_accumulate`: d is part of their type, :func:`columns_token`),
     for d columns of ``dtype`` points.  None when numba's cache cannot be inspected.
 
     Used only to say "compiling kernels" before a run that will compile them.

@@ -96,8 +96,9 @@ def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     return to_host(counts)
 
 
-def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
-    """Distance from each row in [a, b) to its k-th nearest other point (float64, host).
+def kth_part(X, part: int, parts: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
+    """Distance from each row of the part-th of ``parts`` equal row ranges to its k-th nearest other
+    point, in an n-vector that is 0 outside those rows (float64, host; parts are summed).
 
     The (k+1)-th smallest exact float64 ``sq`` of a row (its own 0 included)
     is the oracle's k-th neighbour, as sqrt is monotone.  Small k (k + 1 <=
@@ -107,18 +108,23 @@ def kth_part(X, a: int, b: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> 
     of ``sq`` (at least one row), each reduced by the array module's partition.
     """
     n, d = X.shape
+    kth_sq = np.zeros(n)
+    spans = chunks(0, n, math.ceil(n / max(1, parts)))
+    if part >= len(spans):
+        return kth_sq
+    a, b = spans[part]
     if kth_buffered(k):
         out = xp.empty(b - a)
         kern = cuda_kernels.kth_kernel(d, k + 1, str(X.dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
         kern[_blocks(b - a), THREADS](X, a, b, out)
-        return np.sqrt(to_host(out))
+        kth_sq[a:b] = to_host(out)
+        return np.sqrt(kth_sq)
     sq_rows = _kernels(d, X.dtype)[2]
-    out = np.empty(b - a)
     for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
         sq = xp.empty((hi - lo, n))
         sq_rows[_blocks(n), THREADS](X, lo, hi, sq)
-        out[lo - a : hi - a] = to_host(xp.partition(sq, k, axis=1)[:, k])
-    return np.sqrt(out)
+        kth_sq[lo:hi] = to_host(xp.partition(sq, k, axis=1)[:, k])
+    return np.sqrt(kth_sq)
 
 
 def column_mean(X) -> np.ndarray:

@@ -104,16 +104,17 @@ def _epsilon_plan(m: float, lam: float, mean, dtype: str, *partial):
     return plan.epsilon_plan(m, lam, _add(*partial), mean, dtype)
 
 
-def _knn_radius(concat, m: float, *kth):
-    """``lam_k(z)`` from the k-th distance pieces (joined here, in order)."""
-    return plan.knn_radius(concat(*kth), m)
+def _knn_radius(m: float, *kth):
+    """``lam_k(z)`` from the partial k-th distance vectors (summed here: each row's distance is in one
+    of them, 0 in the others, so the sum is exact)."""
+    return plan.knn_radius(_add(*kth), m)
 
 
-def _knn_plan(concat, max_sq: list, k: int, mean, dtype: str, *kth):
-    """The k-NN shift plan from the diameter parts' maxima (m derived here) and the k-th distance pieces
-    (joined here, in order)."""
+def _knn_plan(max_sq: list, k: int, mean, dtype: str, *kth):
+    """The k-NN shift plan from the diameter parts' maxima (m derived here) and the partial k-th
+    distance vectors (summed here)."""
     m = plan.diameter(*max_sq)
-    return plan.knn_plan(m, k, _knn_radius(concat, m, *kth), mean, dtype)
+    return plan.knn_plan(m, k, _knn_radius(m, *kth), mean, dtype)
 
 
 def _positions(finish, X, summary, *shifted):
@@ -220,10 +221,10 @@ class TiledEngine:
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
         else:
-            partial = [c.submit(dev.kth_part, X, a, b, k, **on(i)) for i, (a, b) in enumerate(parts)]
-            reference = narrow(c, dev.concat, partial)
-            shift_plan = c.submit(_knn_plan, dev.concat, maxima, k, mean, dtype, *reference)
-            radius = c.submit(_knn_radius, dev.concat, m, *reference)  # the statistic kept
+            partial = [c.submit(dev.kth_part, X, i, len(parts), k, **on(i)) for i in range(len(parts))]
+            reference = narrow(c, _add, partial)
+            shift_plan = c.submit(_knn_plan, maxima, k, mean, dtype, *reference)
+            radius = c.submit(_knn_radius, m, *reference)  # the statistic kept
         if timings is not None:
             from distributed import wait
 
