@@ -139,8 +139,9 @@ def test_graph_grows_linearly_with_n(client, estimator, k):
     assert ratio < 6, counts  # 4x the panels; a quadratic graph would give ~16x
 
 
-def test_every_reduction_task_has_bounded_fan_in(client):
+def test_every_reduction_task_has_bounded_fan_in(client, monkeypatch):
     """No task of an iteration depends on more than FAN_IN + 2 others (the count vectors meet in a tree)."""
+    monkeypatch.setattr(graph, "REFERENCE_TASKS_PER_THREAD", 1000)  # as many count parts as panels
     engine = TiledEngine(client, 20)  # 100 panels
     st = engine.step(engine.put(normalised(blobs(2000, 2, seed=1))), 2000, 2, 0.1, "epsilon", None)
     st.X.result()
@@ -148,6 +149,22 @@ def test_every_reduction_task_has_bounded_fan_in(client):
         lambda dask_scheduler: max(len(ts.dependencies) for ts in dask_scheduler.tasks.values())
     )
     assert widest <= FAN_IN + 2, widest
+
+
+@pytest.mark.parametrize("estimator,k,name", [("epsilon", None, "_counts_part"), ("knn", 3, "kth_part")])
+def test_reference_parts_are_at_most_four_per_thread(client, estimator, k, name):
+    """Every count or k-NN part repeats its device's set-up (the k-d leaves), so 100 shift panels on 2
+    worker threads get 8 reference parts, not 100; and the statistics stay the oracle's."""
+    engine = TiledEngine(client, 20)
+    seen: list = []
+    X = normalised(blobs(2000, 2, seed=1))
+    st = engine.step(engine.put(X), 2000, 2, 0.1, estimator, k, watch=seen.extend)
+    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
+    assert sum(str(f.key).startswith("shift_part") for f in seen) == 100
+    assert sum(str(f.key).startswith(name) for f in seen) == graph.REFERENCE_TASKS_PER_THREAD * 2
+    for stat, value in ref.statistics.items():
+        np.testing.assert_array_equal(st.statistics[stat].result(), value)
+    assert np.abs(st.X.result() - ref.X).max() <= 1e-9
 
 
 @pytest.mark.parametrize("estimator,k,hops", [("epsilon", None, 5), ("knn", 3, 4)])

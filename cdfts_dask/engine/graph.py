@@ -72,6 +72,10 @@ SCATTER_ATTEMPTS = 3
 #: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, one part per thread
 #: (every part repeats an O(n d log n) set-up, so more parts than threads only add work and task hops)
 DIAMETER_SINGLE_MAX_N = 4096
+#: count and k-NN parts per worker thread, at most (fewer where there are fewer shift panels): every part
+#: repeats the device's O(n d log n) set-up (the CPU's k-d leaves), so parts beyond what balances the
+#: load only add work (at n = 1e5 on 2 workers, 25 parts spent 1.2 s of CPU time on it)
+REFERENCE_TASKS_PER_THREAD = 4
 
 
 def narrow(client, func, futures: list) -> list:
@@ -207,6 +211,7 @@ class TiledEngine:
         rows = min(n, self.tile_size) if self.tile_size else dev.panel_rows(n, threads)
         parts = chunks(0, n, rows)
         dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else threads
+        rparts = min(len(parts), REFERENCE_TASKS_PER_THREAD * threads)
         maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
         maxima = narrow(c, _max, maxima)
         mean = c.submit(dev.column_mean, X)
@@ -214,14 +219,14 @@ class TiledEngine:
         counts = radius = None
         if estimator == "epsilon":
             partial = [
-                c.submit(_counts_part, dev.counts_part, X, i, len(parts), lam, *maxima, **on(i))
-                for i in range(len(parts))
+                c.submit(_counts_part, dev.counts_part, X, i, rparts, lam, *maxima, **on(i))
+                for i in range(rparts)
             ]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
         else:
-            partial = [c.submit(dev.kth_part, X, i, len(parts), k, **on(i)) for i in range(len(parts))]
+            partial = [c.submit(dev.kth_part, X, i, rparts, k, **on(i)) for i in range(rparts)]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_knn_plan, maxima, k, mean, dtype, *reference)
             radius = c.submit(_knn_radius, m, *reference)  # the statistic kept
