@@ -115,11 +115,10 @@ def _pairs_tested_one_by_one(X: np.ndarray, lam: float) -> tuple[np.ndarray, int
     n, d = X.shape
     T = plan.count_threshold(plan.diameter(cpu.diameter_part(X, 0, 1)), lam)
     Tlo, Thi = plan.guard_band(np.array([T]), d, X.dtype)
-    order, bounds, lo, hi, glo, ghi = cpu._kd_boxes(X.astype(np.float64), kern.KD_LEAF, kern.KD_GROUP)
-    Xs = np.ascontiguousarray(X[order])
+    order, boxes, Xs, XsT = cpu._in_kd_order(X)
     in_order = np.zeros(n, dtype=np.int64)
-    tested = kern.count_leaf_pairs(Xs, np.ascontiguousarray(Xs.T), bounds, lo, hi, glo, ghi, T, Tlo[0],
-                                   Thi[0], 0, len(glo), in_order, kern.columns_token(d))  # fmt: skip
+    tested = kern.count_leaf_pairs(Xs, XsT, *boxes, T, Tlo[0], Thi[0], 0, len(boxes[-1]), in_order,
+                                   kern.columns_token(d))  # fmt: skip
     counts = np.empty(n, dtype=np.int64)
     counts[order] = in_order
     return counts, tested

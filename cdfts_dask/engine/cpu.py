@@ -37,7 +37,16 @@ import numpy as np
 
 from ..normalise import column_span
 from . import cpu_kernels as kern
-from .plan import ShiftPlan, chunks, exact_below, guard_band, kth_buffered, sq_bound_factors, triangle_panels
+from .plan import (
+    ShiftPlan,
+    chunks,
+    exact_below,
+    guard_band,
+    kth_buffered,
+    share,
+    sq_bound_factors,
+    triangle_panels,
+)
 
 #: the k-NN large-k fallback holds at most this many bytes of ``sq`` per sub-panel
 KNN_PANEL_BYTES = 64 * 2**20
@@ -95,6 +104,15 @@ def diameter_part(X, part: int, parts: int) -> float:
     return float(kern.block_max_sq(X64, order, bounds, lo, hi, glo, ghi, L, g0, g1))
 
 
+def _in_kd_order(X) -> tuple:
+    """``(order, boxes, Xs, XsT)``: the k-d split of X (``KD_LEAF`` points per leaf, ``KD_GROUP`` leaves
+    per group; :func:`_kd_boxes`, on the exact float64 coordinates), ``boxes = (bounds, lo, hi, glo,
+    ghi)``, and the points in that order, in X's dtype, with their transpose (both C-contiguous)."""
+    order, *boxes = _kd_boxes(np.ascontiguousarray(X, dtype=np.float64), kern.KD_LEAF, kern.KD_GROUP)
+    Xs = np.ascontiguousarray(X[order])
+    return order, tuple(boxes), Xs, np.ascontiguousarray(Xs.T)
+
+
 def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     """Contribution of the part-th of ``parts`` shares of the pairs (z, y >= z) to every point's epsilon
     count (int64, n; the parts' vectors sum to the counts).
@@ -108,20 +126,15 @@ def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     """
     n, d = X.shape
     counts = np.zeros(n, dtype=np.int64)
-    order, bounds, lo, hi, glo, ghi = _kd_boxes(
-        np.ascontiguousarray(X, dtype=np.float64), kern.KD_LEAF, kern.KD_GROUP
-    )
-    spans = triangle_panels(len(glo), parts)
+    order, boxes, Xs, XsT = _in_kd_order(X)
+    spans = triangle_panels(len(boxes[-1]), parts)
     if part >= len(spans):
         return counts
     g0, g1 = spans[part]
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
-    Xs = np.ascontiguousarray(X[order])
     in_order = np.zeros(n, dtype=np.int64)
-    kern.count_leaf_pairs(
-        Xs, np.ascontiguousarray(Xs.T), bounds, lo, hi, glo, ghi, np.float64(T), Tlo[0], Thi[0], g0, g1,
-        in_order, kern.columns_token(d),
-    )  # fmt: skip
+    band = (np.float64(T), Tlo[0], Thi[0])
+    kern.count_leaf_pairs(Xs, XsT, *boxes, *band, g0, g1, in_order, kern.columns_token(d))
     counts[order] = in_order
     return counts
 
@@ -143,26 +156,21 @@ def kth_part(X, part: int, parts: int, k: int, budget_bytes: int = KNN_PANEL_BYT
     n, d = X.shape
     out = np.zeros(n)
     if kth_buffered(k):
-        X64 = np.ascontiguousarray(X, dtype=np.float64)
-        order, bounds, lo, hi, glo, ghi = _kd_boxes(X64, kern.KD_LEAF, kern.KD_GROUP)
-        spans = chunks(0, len(lo), math.ceil(len(lo) / max(1, parts)))
-        if part >= len(spans):
+        order, boxes, Xs, XsT = _in_kd_order(X)
+        bounds = boxes[0]
+        leaves = share(len(bounds) - 1, part, parts)
+        if leaves is None:
             return out
-        L0, L1 = spans[part]
         _, grow, floor = sq_bound_factors(d, X.dtype)
-        Xs = np.ascontiguousarray(X[order])
-        boxes = (bounds, lo, hi, glo, ghi)
-        kth_sq = kern.kth_leaf_pairs(Xs, np.ascontiguousarray(Xs.T), *boxes, L0, L1, k, grow, floor,
-                                     kern.columns_token(d))  # fmt: skip
-        out[order[bounds[L0] : bounds[L1]]] = np.sqrt(kth_sq)
+        kth_sq = kern.kth_leaf_pairs(Xs, XsT, *boxes, *leaves, k, grow, floor, kern.columns_token(d))
+        out[order[bounds[leaves[0]] : bounds[leaves[1]]]] = np.sqrt(kth_sq)
         return out
-    spans = chunks(0, n, math.ceil(n / max(1, parts)))
-    if part >= len(spans):
+    rows = share(n, part, parts)
+    if rows is None:
         return out
-    a, b = spans[part]
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     XT = np.ascontiguousarray(X64.T)
-    for lo_row, hi_row in chunks(a, b, budget_bytes // (8 * n)):
+    for lo_row, hi_row in chunks(*rows, budget_bytes // (8 * n)):
         sq = np.zeros((hi_row - lo_row, n))
         for j in range(d):
             diff = X64[lo_row:hi_row, j, None] - XT[None, j]

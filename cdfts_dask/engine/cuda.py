@@ -26,7 +26,7 @@ import numpy as np
 from ..normalise import column_span
 from . import cuda_kernels
 from .cuda_kernels import SIMULATOR
-from .plan import ShiftPlan, chunks, guard_band, kth_buffered, triangle_panels
+from .plan import ShiftPlan, chunks, guard_band, kth_buffered, share, triangle_panels
 
 if SIMULATOR:
     xp = np
@@ -87,9 +87,9 @@ def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     kernel did n^2 / 2 on an H100)."""
     n, d = X.shape
     counts = xp.zeros(n, dtype=np.int64)
-    spans = chunks(0, n, math.ceil(n / max(1, parts)))
-    if part < len(spans):
-        a, b = spans[part]
+    rows = share(n, part, parts)
+    if rows is not None:
+        a, b = rows
         Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
         count_rows = _kernels(d, X.dtype)[1]
         count_rows[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
@@ -109,10 +109,10 @@ def kth_part(X, part: int, parts: int, k: int, budget_bytes: int = KNN_PANEL_BYT
     """
     n, d = X.shape
     kth_sq = np.zeros(n)
-    spans = chunks(0, n, math.ceil(n / max(1, parts)))
-    if part >= len(spans):
+    rows = share(n, part, parts)
+    if rows is None:
         return kth_sq
-    a, b = spans[part]
+    a, b = rows
     if kth_buffered(k):
         out = xp.empty(b - a)
         kern = cuda_kernels.kth_kernel(d, k + 1, str(X.dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)

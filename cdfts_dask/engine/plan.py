@@ -239,6 +239,13 @@ def chunks(start: int, stop: int, size: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + size, stop)) for lo in range(start, stop, max(1, size))]
 
 
+def share(total: int, part: int, parts: int) -> tuple[int, int] | None:
+    """The part-th of ``parts`` consecutive equal ranges ``[a, b)`` covering ``[0, total)`` (the last one
+    shorter), or None where there are fewer ranges than ``part + 1``."""
+    spans = chunks(0, total, math.ceil(total / max(1, parts)))
+    return spans[part] if part < len(spans) else None
+
+
 def triangle_panels(n: int, parts: int) -> list[tuple[int, int]]:
     """Row ranges ``[a, b)`` splitting the upper triangle of an n x n pair space into ~equal areas.
 
