@@ -102,12 +102,12 @@ def test_triangle_panels_hold_equal_shares_of_the_pairs(n, parts):
 def test_block_pruned_diameter_is_exact(n, d):
     """k-d leaf and leaf-group bounding boxes prune pairs (at d = 2 nearly all; at d = 16 few, where group
     pairs are computed whole), but the maximum equals the oracle's ``max S`` bit for bit, for any number
-    of parts, more parts than groups included."""
+    of parts, more parts than groups included, each building its own k-d index or all sharing one."""
     for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
         X = normalised(X)
         expected = oracle.pairwise_distances(X).max()
-        for parts in (1, 3, 40):
-            assert plan.diameter(*[cpu.diameter_part(X, i, parts) for i in range(parts)]) == expected
+        for parts, index in ((1, None), (3, None), (3, cpu.pair_index(X)), (40, cpu.pair_index(X))):
+            assert plan.diameter(*[cpu.diameter_part(X, i, parts, index) for i in range(parts)]) == expected
 
 
 def _pairs_tested_one_by_one(X: np.ndarray, lam: float) -> tuple[np.ndarray, int]:
@@ -115,7 +115,7 @@ def _pairs_tested_one_by_one(X: np.ndarray, lam: float) -> tuple[np.ndarray, int
     n, d = X.shape
     T = plan.count_threshold(plan.diameter(cpu.diameter_part(X, 0, 1)), lam)
     Tlo, Thi = plan.guard_band(np.array([T]), d, X.dtype)
-    order, boxes, Xs, XsT = cpu._in_kd_order(X)
+    order, boxes, Xs, XsT = cpu._in_kd_order(X, cpu.pair_index(X))
     in_order = np.zeros(n, dtype=np.int64)
     tested = kern.count_leaf_pairs(Xs, XsT, *boxes, T, Tlo[0], Thi[0], 0, len(boxes[-1]), in_order,
                                    kern.columns_token(d))  # fmt: skip
@@ -131,14 +131,14 @@ def test_box_pruned_counts_are_exact(n, d, lam, dtype):
     """The count pass skips leaf pairs whose boxes lie beyond the threshold and counts whole those within
     it, testing only the rest pair by pair (blobs; lattice ties on the boundary and duplicates; all
     points equal: every pair inside).  The counts equal the oracle's for any number of parts, more parts
-    than groups included."""
+    than groups included, each building its own k-d index or all sharing one."""
     for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
         Xw = cpu.prepare(normalised(X), dtype)
-        m = plan.diameter(cpu.diameter_part(Xw, 0, 1))
+        T = plan.count_threshold(plan.diameter(cpu.diameter_part(Xw, 0, 1)), lam)
         expected = oracle.cdf_ts_step(Xw.astype(np.float64), lam, "epsilon", None).counts
-        for parts in (1, 3, 40):
-            counts = sum(cpu.counts_part(Xw, i, parts, plan.count_threshold(m, lam)) for i in range(parts))
-            np.testing.assert_array_equal(counts, expected)
+        for parts, index in ((1, None), (3, None), (3, cpu.pair_index(Xw)), (40, cpu.pair_index(Xw))):
+            counts = sum(cpu.counts_part(Xw, i, parts, T, index) for i in range(parts))
+            np.testing.assert_array_equal(counts, expected, err_msg=f"{parts} parts")
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -147,13 +147,13 @@ def test_box_pruned_kth_radii_are_exact(n, d, k, dtype):
     """Each row leaf visits the others nearest box first and stops where their boxes are farther than its
     rows' current k + 1-th ``sq`` (blobs at d = 2 rule out most; lattice ties and duplicates; all points
     equal; k up to the buffer's edge and n - 1): the radii equal the oracle's for any number of parts,
-    more parts than leaves included."""
+    more parts than leaves included, each building its own k-d index or all sharing one."""
     k = min(k, n - 1)
     for X in (blobs(n, d, seed=n), awkward(n, d, seed=n), np.ones((n, d))):
         Xw = cpu.prepare(normalised(X), dtype)
         s = oracle.pairwise_distances(Xw.astype(np.float64))
-        for parts in (1, 3, 70):
-            kth = sum(cpu.kth_part(Xw, part, parts, k) for part in range(parts))
+        for parts, index in ((1, None), (3, None), (3, cpu.pair_index(Xw)), (70, cpu.pair_index(Xw))):
+            kth = sum(cpu.kth_part(Xw, part, parts, k, index) for part in range(parts))
             np.testing.assert_array_equal(kth, oracle.kth_neighbour_radius(s, k), err_msg=f"{parts} parts")
 
 
@@ -196,7 +196,7 @@ def test_large_k_pass_in_sub_panels_equals_oracle():
     s = oracle.pairwise_distances(X)
     m = s.max()
     for budget in (8 * 300 * 7, 8 * 300 * 1000):  # 7-row sub-panels; one sub-panel
-        kth = sum(cpu.kth_part(X, part, 5, 150, budget) for part in range(5))  # parts of 60 rows
+        kth = sum(cpu.kth_part(X, part, 5, 150, budget_bytes=budget) for part in range(5))  # parts of 60 rows
         assert np.array_equal(kth / m, oracle.kth_neighbour_radius(s / m, 150))
 
 

@@ -8,6 +8,7 @@ device with CuPy (and dask-cuda for the end-to-end ones) and skip elsewhere.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -163,6 +164,22 @@ def test_simulated_float32_prefilters_keep_pairs_their_float32_sq_misorders(cuda
     (diameter, radii), (cpu_diameter, cpu_radii) = on_both_devices()
     assert diameter < cpu_diameter
     assert radii[0] > cpu_radii[0]
+
+
+def test_every_device_offers_the_bodies_its_callers_use_with_the_same_parameters(cuda):
+    """The graph and the model call a device's bodies by name (``dev.counts_part(...)``): every name they
+    use exists on both devices, and each function takes the same parameters in the same order."""
+    engine = Path(cpu.__file__).parent
+    callers = (engine / "graph.py", engine.parent / "model.py")
+    used = {m for path in callers for m in re.findall(r"\b(?:dev|tasks)\.(\w+)", path.read_text())}
+    assert {"pair_index", "diameter_part", "counts_part", "kth_part", "shift_part", "finish"} <= used
+    for name in sorted(used):
+        on_cpu, on_cuda = getattr(cpu, name), getattr(cuda, name)
+        if callable(on_cpu):
+            parameters = [list(inspect.signature(f).parameters) for f in (on_cpu, on_cuda)]
+            assert parameters[0] == parameters[1], name
+        else:
+            assert type(on_cuda) is type(on_cpu), name
 
 
 @simulated_cuda

@@ -153,8 +153,9 @@ def test_every_reduction_task_has_bounded_fan_in(client, monkeypatch):
 
 @pytest.mark.parametrize("estimator,k,name", [("epsilon", None, "_counts_part"), ("knn", 3, "kth_part")])
 def test_reference_parts_are_at_most_four_per_thread(client, estimator, k, name):
-    """Every count or k-NN part repeats its device's set-up (the k-d leaves), so 100 shift panels on 2
-    worker threads get 8 reference parts, not 100; and the statistics stay the oracle's."""
+    """Every count or k-NN part repeats its device's set-up (the points in k-d order, and at this n the
+    k-d split), so 100 shift panels on 2 worker threads get 8 reference parts, not 100; and the
+    statistics stay the oracle's."""
     engine = TiledEngine(client, 20)
     seen: list = []
     X = normalised(blobs(2000, 2, seed=1))
@@ -165,6 +166,33 @@ def test_reference_parts_are_at_most_four_per_thread(client, estimator, k, name)
     for stat, value in ref.statistics.items():
         np.testing.assert_array_equal(st.statistics[stat].result(), value)
     assert np.abs(st.X.result() - ref.X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("estimator,k,name", [("epsilon", None, "_counts_part"), ("knn", 3, "kth_part")])
+def test_one_task_builds_the_pair_index_that_every_part_shares(client, monkeypatch, estimator, k, name):
+    """Above ``SHARED_INDEX_MIN_N`` (lowered here) one task per iteration builds the k-d split and every
+    diameter, count or k-NN part depends on it, rather than each building its own; the statistics and
+    positions stay the oracle's (duplicates and lattice ties included).  At or below it, no such task."""
+    monkeypatch.setattr(graph, "DIAMETER_SINGLE_MAX_N", 0)  # a diameter part per worker thread
+    engine = TiledEngine(client, 100)
+    X = normalised(awkward(700, 3, seed=4))
+    ref = oracle.cdf_ts_step(X, 0.1, estimator, k)
+    for threshold, tasks in ((699, 1), (700, 0)):
+        monkeypatch.setattr(graph, "SHARED_INDEX_MIN_N", threshold)
+        seen: list = []
+        st = engine.step(engine.put(X), 700, 3, 0.1, estimator, k, watch=seen.extend)
+        for stat, value in ref.statistics.items():
+            np.testing.assert_array_equal(st.statistics[stat].result(), value)
+        assert np.abs(st.X.result() - ref.X).max() <= 1e-9
+        index = [str(f.key) for f in seen if str(f.key).startswith("pair_index")]
+        parts = [f.key for f in seen if str(f.key).startswith(("diameter_part", name))]
+        assert len(index) == tasks and len(parts) == 2 + 7  # 2 threads; 7 panels of 100 rows
+
+        def dependencies(dask_scheduler, keys):
+            return [[str(dep.key) for dep in dask_scheduler.tasks[key].dependencies] for key in keys]
+
+        for deps in client.run_on_scheduler(dependencies, keys=parts):
+            assert [dep for dep in deps if dep.startswith("pair_index")] == index
 
 
 @pytest.mark.parametrize("estimator,k,hops", [("epsilon", None, 5), ("knn", 3, 4)])

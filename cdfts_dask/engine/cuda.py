@@ -66,8 +66,15 @@ def panel_rows(n: int, threads: int) -> int:
     return max(1, math.ceil(n / threads))
 
 
-def diameter_part(X, part: int, parts: int) -> float:
-    """Largest float64 ``sq`` over the pairs (i, j > i), i in the part-th of ``parts`` triangle panels."""
+def pair_index(X) -> None:
+    """No index: the CUDA parts sweep full rows (the interface's ``pair_index``; the CPU's is a k-d
+    split)."""
+    return None
+
+
+def diameter_part(X, part: int, parts: int, index: None = None) -> float:
+    """Largest float64 ``sq`` over the pairs (i, j > i), i in the part-th of ``parts`` triangle panels
+    (``index``: :func:`pair_index`'s None)."""
     n, d = X.shape
     spans = triangle_panels(n, parts)
     if part >= len(spans) or n < 2:
@@ -79,9 +86,10 @@ def diameter_part(X, part: int, parts: int) -> float:
     return float(out.max())
 
 
-def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
+def counts_part(X, part: int, parts: int, T: float, index: None = None) -> np.ndarray:
     """Epsilon counts of the part-th of ``parts`` equal row ranges over every point, i itself included,
-    in an n-vector that is 0 outside those rows (int64, host; parts are summed).  Full rows, not the
+    in an n-vector that is 0 outside those rows (int64, host; parts are summed; ``index``:
+    :func:`pair_index`'s None).  Full rows, not the
     CPU's triangle: each thread counts its own row in a register, where a triangle needs shared-memory
     atomics for the column counts (the full-row kernel did its n^2 pairs 5x faster than the triangle
     kernel did n^2 / 2 on an H100)."""
@@ -96,9 +104,12 @@ def counts_part(X, part: int, parts: int, T: float) -> np.ndarray:
     return to_host(counts)
 
 
-def kth_part(X, part: int, parts: int, k: int, budget_bytes: int = KNN_PANEL_BYTES) -> np.ndarray:
+def kth_part(
+    X, part: int, parts: int, k: int, index: None = None, budget_bytes: int = KNN_PANEL_BYTES
+) -> np.ndarray:
     """Distance from each row of the part-th of ``parts`` equal row ranges to its k-th nearest other
-    point, in an n-vector that is 0 outside those rows (float64, host; parts are summed).
+    point, in an n-vector that is 0 outside those rows (float64, host; parts are summed; ``index``:
+    :func:`pair_index`'s None).
 
     The (k+1)-th smallest exact float64 ``sq`` of a row (its own 0 included)
     is the oracle's k-th neighbour, as sqrt is monotone.  Small k (k + 1 <=

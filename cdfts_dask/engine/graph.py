@@ -5,7 +5,10 @@ worker's device) it submits, futures feeding futures, so the client waits
 only once, for a few scalars:
 
 1. **diameter**: the largest ``sq`` over pairs (one part up to n = 4096,
-   else one part per worker thread), ``m = sqrt(max sq)``;
+   else one part per worker thread), ``m = sqrt(max sq)``; above n = 16384
+   one task first builds the device's pair index (the CPU's k-d leaves and
+   their boxes, O(n d log n)), which the diameter, count and k-NN parts
+   share rather than each building it;
 2. **reference pass**: epsilon counts over the upper triangle (each
    unordered pair once, counted for both points; triangle-balanced panels,
    each fed the diameter parts' maxima, from which it derives the exact
@@ -70,12 +73,21 @@ FAN_IN = 8
 #: broadcasts of the input tried when workers leave during one (see :meth:`TiledEngine.put`)
 SCATTER_ATTEMPTS = 3
 #: up to this n the diameter is one task (n^2 / 2 sq at most, ~10 ms on a CPU); above, one part per thread
-#: (every part repeats an O(n d log n) set-up, so more parts than threads only add work and task hops)
+#: (every part repeats an O(n d) set-up, the farthest-point bound, so more parts than threads only add
+#: work and task hops)
 DIAMETER_SINGLE_MAX_N = 4096
 #: count and k-NN parts per worker thread, at most (fewer where there are fewer shift panels): every part
-#: repeats the device's O(n d log n) set-up (the CPU's k-d leaves), so parts beyond what balances the
-#: load only add work (at n = 1e5 on 2 workers, 25 parts spent 1.2 s of CPU time on it)
+#: repeats an O(n d) set-up (the CPU's points in k-d order; up to SHARED_INDEX_MIN_N the O(n d log n) k-d
+#: split too), so parts beyond what balances the load only add work (at n = 1e5 on 2 workers, 25 parts
+#: each building its own k-d split spent 1.2 s of CPU time on it)
 REFERENCE_TASKS_PER_THREAD = 4
+#: above this n one task per iteration builds the device's pair index (the CPU's k-d leaves and boxes)
+#: and hands it to every diameter, count and k-NN part: at n = 1e5 it takes 0.04 s, which 16 diameter
+#: and 64 count parts on 16 threads each repeated (2.5x the reference pass's CPU time).  Up to it each
+#: part builds its own, which costs less than the task hop (about 5 ms) that a shared one adds to the
+#: chain: a worker thread runs about 5 parts, and the split takes 1.3 ms at n = 7200, 6 ms at 2e4
+#: (d = 8)
+SHARED_INDEX_MIN_N = 16384
 
 
 def narrow(client, func, futures: list) -> list:
@@ -96,11 +108,11 @@ def _add(*vectors):
     return total
 
 
-def _counts_part(counts_part, X, part: int, parts: int, lam: float, *max_sq: float):
-    """The device's ``counts_part`` (the part-th of ``parts``) under the epsilon pass's exact threshold
-    on ``sq``, derived here from the diameter parts' maxima
+def _counts_part(counts_part, X, part: int, parts: int, lam: float, index, *max_sq: float):
+    """The device's ``counts_part`` (the part-th of ``parts``, over the pair ``index``) under the
+    epsilon pass's exact threshold on ``sq``, derived here from the diameter parts' maxima
     (:func:`~cdfts_dask.engine.plan.count_threshold`)."""
-    return counts_part(X, part, parts, plan.count_threshold(plan.diameter(*max_sq), lam))
+    return counts_part(X, part, parts, plan.count_threshold(plan.diameter(*max_sq), lam), index)
 
 
 def _epsilon_plan(m: float, lam: float, mean, dtype: str, *partial):
@@ -212,21 +224,22 @@ class TiledEngine:
         parts = chunks(0, n, rows)
         dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else threads
         rparts = min(len(parts), REFERENCE_TASKS_PER_THREAD * threads)
-        maxima = [c.submit(dev.diameter_part, X, i, dparts, **on(i)) for i in range(dparts)]
+        index = c.submit(dev.pair_index, X) if n > SHARED_INDEX_MIN_N else None
+        maxima = [c.submit(dev.diameter_part, X, i, dparts, index, **on(i)) for i in range(dparts)]
         maxima = narrow(c, _max, maxima)
         mean = c.submit(dev.column_mean, X)
         m = c.submit(plan.diameter, *maxima)  # for the client, the epsilon plan and the k-NN radii kept
         counts = radius = None
         if estimator == "epsilon":
             partial = [
-                c.submit(_counts_part, dev.counts_part, X, i, rparts, lam, *maxima, **on(i))
+                c.submit(_counts_part, dev.counts_part, X, i, rparts, lam, index, *maxima, **on(i))
                 for i in range(rparts)
             ]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_epsilon_plan, m, lam, mean, dtype, *reference)
             counts = c.submit(_add, *reference)  # the statistic kept; beside the critical path
         else:
-            partial = [c.submit(dev.kth_part, X, i, rparts, k, **on(i)) for i in range(rparts)]
+            partial = [c.submit(dev.kth_part, X, i, rparts, k, index, **on(i)) for i in range(rparts)]
             reference = narrow(c, _add, partial)
             shift_plan = c.submit(_knn_plan, maxima, k, mean, dtype, *reference)
             radius = c.submit(_knn_radius, m, *reference)  # the statistic kept
@@ -241,7 +254,8 @@ class TiledEngine:
         summary = c.submit(_summary, dev.finish, X, *blocks)
         positions = c.submit(_positions, dev.finish, X, summary, *blocks)
         if watch is not None:
-            watch([*maxima, *partial, shift_plan, *shifted, summary, positions])
+            watch([*([index] if index is not None else []), *maxima, *partial, shift_plan, *shifted, summary,
+                   positions])  # fmt: skip
         (total, lo, hi), m_value = c.gather([summary, m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic
