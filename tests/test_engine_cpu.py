@@ -115,12 +115,12 @@ def _pairs_tested_one_by_one(X: np.ndarray, lam: float) -> tuple[np.ndarray, int
     n, d = X.shape
     T = plan.count_threshold(plan.diameter(cpu.diameter_part(X, 0, 1)), lam)
     Tlo, Thi = plan.guard_band(np.array([T]), d, X.dtype)
-    order, boxes, Xs, XsT = cpu._in_kd_order(X, cpu.pair_index(X))
+    index, Xs, XsT = cpu._in_kd_order(X, None)
     in_order = np.zeros(n, dtype=np.int64)
-    tested = kern.count_leaf_pairs(Xs, XsT, *boxes, T, Tlo[0], Thi[0], 0, len(boxes[-1]), in_order,
+    tested = kern.count_leaf_pairs(Xs, XsT, *index.boxes, T, Tlo[0], Thi[0], 0, len(index.glo), in_order,
                                    kern.columns_token(d))  # fmt: skip
     counts = np.empty(n, dtype=np.int64)
-    counts[order] = in_order
+    counts[index.order] = in_order
     return counts, tested
 
 
@@ -171,6 +171,22 @@ def test_boxes_decide_most_count_pairs_of_blobs():
         assert 0 < tested < 0.5 * 3000 * 2999 / 2, (d, tested)
     counts, tested = _pairs_tested_one_by_one(np.repeat(np.eye(2, 3), 150, axis=0), 0.1)
     assert tested == 0 and np.all(counts == 150)
+
+
+def test_the_pair_index_holds_boxes_that_contain_its_leaves():
+    """What one task hands every part of an iteration: each leaf's float64 box the tightest around its
+    points, each group's box around its leaves'; the same index on every call."""
+    X = normalised(awkward(1000, 3, seed=6))
+    index = cpu.pair_index(X)
+    Xs = X[index.order]
+    starts = index.bounds[:-1]
+    np.testing.assert_array_equal(index.lo, np.minimum.reduceat(Xs, starts))
+    np.testing.assert_array_equal(index.hi, np.maximum.reduceat(Xs, starts))
+    groups = np.arange(0, len(starts), kern.KD_GROUP)
+    np.testing.assert_array_equal(index.glo, np.minimum.reduceat(index.lo, groups))
+    np.testing.assert_array_equal(index.ghi, np.maximum.reduceat(index.hi, groups))
+    again = cpu.pair_index(X.copy())
+    assert all(np.array_equal(a, b) for a, b in zip(index, again, strict=True))
 
 
 @pytest.mark.parametrize("X", [blobs(1000, 3, seed=1), awkward(1000, 2, seed=2), np.ones((100, 2))],

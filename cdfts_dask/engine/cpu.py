@@ -35,6 +35,7 @@ worker) and returns O(n) or O(panel) results; none allocates more than a few
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -75,13 +76,36 @@ def panel_rows(n: int, threads: int) -> int:
     return max(1, min(n, MAX_ROWS, max(MIN_ROWS, math.ceil(n / (TASKS_PER_WORKER * threads)))))
 
 
-def pair_index(X) -> tuple:
-    """``(order, bounds, lo, hi, glo, ghi)``: the k-d split of X into leaves of at most ``KD_LEAF``
-    points (:func:`~cdfts_dask.engine.cpu_kernels.kd_leaves`, on the exact float64 coordinates), each
-    leaf's bounding box ``lo..hi`` and the box ``glo..ghi`` of each group of ``KD_GROUP`` consecutive
-    leaves (a subtree).  The diameter, count and k-NN parts of one iteration share it (O(n d log n):
-    about 0.05 s at n = 1e5, d = 8, where a count part's own work is 0.2 s).  Deterministic: a part
-    given None builds the same."""
+class KdIndex(NamedTuple):
+    """The k-d split of the points X that the diameter, count and k-NN parts of one iteration share.
+
+    ``order``: the points' permutation into leaves of at most ``KD_LEAF``
+    points (leaf L is ``order[bounds[L]:bounds[L + 1]]``, leaves in
+    depth-first order, so each group of ``KD_GROUP`` consecutive leaves is a
+    subtree); ``lo``/``hi``: each leaf's bounding box, ``glo``/``ghi``: each
+    group's (float64, from the exact coordinates).  n + 2 d n / ``KD_LEAF``
+    values, about a quarter of the points' at d = 8: every worker that runs
+    a part receives it (the points themselves it has).
+    """
+
+    order: np.ndarray
+    bounds: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    glo: np.ndarray
+    ghi: np.ndarray
+
+    @property
+    def boxes(self) -> tuple:
+        """``(bounds, lo, hi, glo, ghi)``, as the kernels take them."""
+        return self.bounds, self.lo, self.hi, self.glo, self.ghi
+
+
+def pair_index(X) -> KdIndex:
+    """The k-d split of X (:class:`KdIndex`; :func:`~cdfts_dask.engine.cpu_kernels.kd_leaves` on the
+    exact float64 coordinates), built once per iteration by one task and handed to every diameter, count
+    and k-NN part (O(n d log n): about 0.05 s at n = 1e5, d = 8, where a count part's own work is 0.15
+    s).  Deterministic: a part given None builds the same."""
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     order, bounds = kern.kd_leaves(X64, kern.KD_LEAF)
     Xs = X64[order]
@@ -89,10 +113,10 @@ def pair_index(X) -> tuple:
     hi = np.maximum.reduceat(Xs, bounds[:-1], axis=0)
     group_starts = np.arange(0, len(lo), kern.KD_GROUP)
     glo, ghi = np.minimum.reduceat(lo, group_starts, axis=0), np.maximum.reduceat(hi, group_starts, axis=0)
-    return order, bounds, lo, hi, glo, ghi
+    return KdIndex(order, bounds, lo, hi, glo, ghi)
 
 
-def diameter_part(X, part: int, parts: int, index: tuple | None = None) -> float:
+def diameter_part(X, part: int, parts: int, index: KdIndex | None = None) -> float:
     """Largest float64 sq over this part's share of leaf-group pairs (bounding-box pruned).
 
     A lower bound L from farthest-point sweeps (O(n d)), then the leaf pairs
@@ -102,24 +126,24 @@ def diameter_part(X, part: int, parts: int, index: tuple | None = None) -> float
     """
     X64 = np.ascontiguousarray(X, dtype=np.float64)
     L = kern.farthest_sq(X64)
-    order, bounds, lo, hi, glo, ghi = pair_index(X64) if index is None else index
-    spans = triangle_panels(len(glo), parts)
+    index = pair_index(X64) if index is None else index
+    spans = triangle_panels(len(index.glo), parts)
     if part >= len(spans):
         return float(L)
     g0, g1 = spans[part]
-    return float(kern.block_max_sq(X64, order, bounds, lo, hi, glo, ghi, L, g0, g1))
+    return float(kern.block_max_sq(X64, index.order, *index.boxes, L, g0, g1))
 
 
-def _in_kd_order(X, index: tuple | None) -> tuple:
-    """``(order, boxes, Xs, XsT)``: the k-d split ``index`` of X (:func:`pair_index`; built here when
-    None), ``boxes = (bounds, lo, hi, glo, ghi)``, and the points in that order, in X's dtype, with their
-    transpose (both C-contiguous)."""
-    order, *boxes = pair_index(X) if index is None else index
-    Xs = np.ascontiguousarray(X[order])
-    return order, tuple(boxes), Xs, np.ascontiguousarray(Xs.T)
+def _in_kd_order(X, index: KdIndex | None) -> tuple[KdIndex, np.ndarray, np.ndarray]:
+    """``(index, Xs, XsT)``: the k-d split ``index`` of X (:func:`pair_index`; built here when None) and
+    the points in its order, in X's dtype, with their transpose (both C-contiguous; O(n d), copied by
+    each part rather than sent with the index to every worker)."""
+    index = pair_index(X) if index is None else index
+    Xs = np.ascontiguousarray(X[index.order])
+    return index, Xs, np.ascontiguousarray(Xs.T)
 
 
-def counts_part(X, part: int, parts: int, T: float, index: tuple | None = None) -> np.ndarray:
+def counts_part(X, part: int, parts: int, T: float, index: KdIndex | None = None) -> np.ndarray:
     """Contribution of the part-th of ``parts`` shares of the pairs (z, y >= z) to every point's epsilon
     count (int64, n; the parts' vectors sum to the counts).
 
@@ -131,21 +155,21 @@ def counts_part(X, part: int, parts: int, T: float, index: tuple | None = None) 
     """
     n, d = X.shape
     counts = np.zeros(n, dtype=np.int64)
-    order, boxes, Xs, XsT = _in_kd_order(X, index)
-    spans = triangle_panels(len(boxes[-1]), parts)
+    index, *points = _in_kd_order(X, index)
+    spans = triangle_panels(len(index.glo), parts)
     if part >= len(spans):
         return counts
     g0, g1 = spans[part]
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     in_order = np.zeros(n, dtype=np.int64)
     band = (np.float64(T), Tlo[0], Thi[0])
-    kern.count_leaf_pairs(Xs, XsT, *boxes, *band, g0, g1, in_order, kern.columns_token(d))
-    counts[order] = in_order
+    kern.count_leaf_pairs(*points, *index.boxes, *band, g0, g1, in_order, kern.columns_token(d))
+    counts[index.order] = in_order
     return counts
 
 
 def kth_part(
-    X, part: int, parts: int, k: int, index: tuple | None = None, budget_bytes: int = KNN_PANEL_BYTES
+    X, part: int, parts: int, k: int, index: KdIndex | None = None, budget_bytes: int = KNN_PANEL_BYTES
 ) -> np.ndarray:
     """Distance from each row of the part-th of ``parts`` shares to its k-th nearest other point, in an
     n-vector that is 0 outside those rows (float64, exact order statistics; parts are summed).
@@ -164,14 +188,14 @@ def kth_part(
     n, d = X.shape
     out = np.zeros(n)
     if kth_buffered(k):
-        order, boxes, Xs, XsT = _in_kd_order(X, index)
-        bounds = boxes[0]
+        index, *points = _in_kd_order(X, index)
+        bounds = index.bounds
         leaves = share(len(bounds) - 1, part, parts)
         if leaves is None:
             return out
         _, grow, floor = sq_bound_factors(d, X.dtype)
-        kth_sq = kern.kth_leaf_pairs(Xs, XsT, *boxes, *leaves, k, grow, floor, kern.columns_token(d))
-        out[order[bounds[leaves[0]] : bounds[leaves[1]]]] = np.sqrt(kth_sq)
+        kth_sq = kern.kth_leaf_pairs(*points, *index.boxes, *leaves, k, grow, floor, kern.columns_token(d))
+        out[index.order[bounds[leaves[0]] : bounds[leaves[1]]]] = np.sqrt(kth_sq)
         return out
     rows = share(n, part, parts)
     if rows is None:
