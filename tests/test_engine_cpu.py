@@ -115,7 +115,8 @@ def _pairs_tested_one_by_one(X: np.ndarray, lam: float) -> tuple[np.ndarray, int
     n, d = X.shape
     T = plan.count_threshold(plan.diameter(cpu.diameter_part(X, 0, 1)), lam)
     Tlo, Thi = plan.guard_band(np.array([T]), d, X.dtype)
-    index, Xs, XsT = cpu._in_kd_order(X, None)
+    index = cpu.pair_index(X)
+    Xs, XsT = cpu._in_order(X, index.order)
     in_order = np.zeros(n, dtype=np.int64)
     tested = kern.count_leaf_pairs(Xs, XsT, *index.boxes, T, Tlo[0], Thi[0], 0, len(index.glo), in_order,
                                    kern.columns_token(d))  # fmt: skip

@@ -134,13 +134,12 @@ def diameter_part(X, part: int, parts: int, index: KdIndex | None = None) -> flo
     return float(kern.block_max_sq(X64, index.order, *index.boxes, L, g0, g1))
 
 
-def _in_kd_order(X, index: KdIndex | None) -> tuple[KdIndex, np.ndarray, np.ndarray]:
-    """``(index, Xs, XsT)``: the k-d split ``index`` of X (:func:`pair_index`; built here when None) and
-    the points in its order, in X's dtype, with their transpose (both C-contiguous; O(n d), copied by
-    each part rather than sent with the index to every worker)."""
-    index = pair_index(X) if index is None else index
-    Xs = np.ascontiguousarray(X[index.order])
-    return index, Xs, np.ascontiguousarray(Xs.T)
+def _in_order(X, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Xs, XsT)``: the points in the k-d ``order``, in X's dtype, and their transpose (both
+    C-contiguous; O(n d), copied by each part that has pairs to test rather than sent with the index to
+    every worker)."""
+    Xs = np.ascontiguousarray(X[order])
+    return Xs, np.ascontiguousarray(Xs.T)
 
 
 def counts_part(X, part: int, parts: int, T: float, index: KdIndex | None = None) -> np.ndarray:
@@ -155,7 +154,7 @@ def counts_part(X, part: int, parts: int, T: float, index: KdIndex | None = None
     """
     n, d = X.shape
     counts = np.zeros(n, dtype=np.int64)
-    index, *points = _in_kd_order(X, index)
+    index = pair_index(X) if index is None else index
     spans = triangle_panels(len(index.glo), parts)
     if part >= len(spans):
         return counts
@@ -163,6 +162,7 @@ def counts_part(X, part: int, parts: int, T: float, index: KdIndex | None = None
     Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
     in_order = np.zeros(n, dtype=np.int64)
     band = (np.float64(T), Tlo[0], Thi[0])
+    points = _in_order(X, index.order)
     kern.count_leaf_pairs(*points, *index.boxes, *band, g0, g1, in_order, kern.columns_token(d))
     counts[index.order] = in_order
     return counts
@@ -188,12 +188,13 @@ def kth_part(
     n, d = X.shape
     out = np.zeros(n)
     if kth_buffered(k):
-        index, *points = _in_kd_order(X, index)
+        index = pair_index(X) if index is None else index
         bounds = index.bounds
         leaves = share(len(bounds) - 1, part, parts)
         if leaves is None:
             return out
         _, grow, floor = sq_bound_factors(d, X.dtype)
+        points = _in_order(X, index.order)
         kth_sq = kern.kth_leaf_pairs(*points, *index.boxes, *leaves, k, grow, floor, kern.columns_token(d))
         out[index.order[bounds[leaves[0]] : bounds[leaves[1]]]] = np.sqrt(kth_sq)
         return out

@@ -740,7 +740,7 @@ def kth_leaf_pairs(X, XT, bounds, lo, hi, glo, ghi, L0, L1, k, grow, floor, colu
                 worst = best[0, k]
                 for r in range(1, p1 - p0):
                     worst = max(worst, best[r, k])
-                f = run
+                f = run + 1  # leaf ``run`` (if any) was ruled out, and worst only decreases
         for r in range(p1 - p0):
             out[p0 - bounds[L0] + r] = best[r, k]
     return out

@@ -254,8 +254,8 @@ class TiledEngine:
         summary = c.submit(_summary, dev.finish, X, *blocks)
         positions = c.submit(_positions, dev.finish, X, summary, *blocks)
         if watch is not None:
-            watch([*([index] if index is not None else []), *maxima, *partial, shift_plan, *shifted, summary,
-                   positions])  # fmt: skip
+            tasks = [index, *maxima, *partial, shift_plan, *shifted, summary, positions]
+            watch([task for task in tasks if task is not None])
         (total, lo, hi), m_value = c.gather([summary, m])
         if timings is not None:
             timings["shift"] = time.perf_counter() - tic
