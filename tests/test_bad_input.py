@@ -675,6 +675,11 @@ def test_property_dense_finite_in_unit_cube(problem):
 
 
 @pytest.mark.slow
+# Hypothesis warns when the global ``random`` state changes while it draws an example.  Here that is
+# dask, not the strategy: the client's event-loop thread sends the previous example's messages (releasing
+# its futures) a few ms after the call returns, and dask.sizeof measures a message list of over 10 items
+# with ``random.sample``.  The race made the warning intermittent.
+@pytest.mark.filterwarnings("ignore:Do not use the `random` module inside strategies")
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(problem=valid_problems(max_n=40), tile=st.integers(1, 16))
 def test_property_tiled_finite_in_unit_cube(client, problem, tile):
