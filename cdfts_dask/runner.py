@@ -201,7 +201,7 @@ def panel_progress(description: str):
     return watch
 
 
-def _recover(method, X, checkpoint, t: int, exc: BaseException) -> tuple[int, object]:
+def _recover(method, X, checkpoint, t: int, exc: BaseException) -> tuple[int, object, list[float]]:
     """Where a run goes on after its workers' data was lost during iteration ``t``.
 
     The data (the current positions, or the input they were computed from)
@@ -210,7 +210,10 @@ def _recover(method, X, checkpoint, t: int, exc: BaseException) -> tuple[int, ob
     the checkpoint's last complete iteration (verified, as ``--resume`` reads
     it), or, without a checkpoint, the input itself (iteration 1 again).  Every
     iteration is deterministic, so the result is the undisturbed run's.
-    Returns the iteration to run next and its starting positions.
+    Returns the iteration to run next, its starting positions and the Deltas of
+    the iterations before it.  The checkpoint's last iteration may be t itself
+    (the save task wrote it, then its worker was lost before the client heard):
+    its Delta comes from the store with the others, never from the client's list.
     """
     method.await_workers(RECOVERY_WAIT_S)  # raises TimeoutError when none comes back
     reason = str(exc).splitlines()[0][:200] if str(exc) else ""
@@ -222,9 +225,9 @@ def _recover(method, X, checkpoint, t: int, exc: BaseException) -> tuple[int, ob
         if problem is not None:
             raise store.StoreDamaged(f"{lost}; checkpoint {str(checkpoint)!r}: {problem}") from exc
         logger.warning("%s; going on from iteration %d of the checkpoint %s", lost, done, checkpoint)
-        return done + 1, method.load_positions(checkpoint, done)
+        return done + 1, method.load_positions(checkpoint, done), ckpt.deltas[:done]
     logger.warning("%s; starting again from the input (a checkpoint keeps finished iterations)", lost)
-    return 1, method.normalise(X)
+    return 1, method.normalise(X), []
 
 
 @store.locked_checkpoint  # reliability: one run per checkpoint store at a time
@@ -324,8 +327,11 @@ def run(
             recoveries += 1
             if recoveries > MAX_RECOVERIES:
                 raise
-            t, Xt = _recover(method, X, checkpoint, t, exc)
-            del result.deltas[t - 1 :], iterations[t - 1 :]  # the iterations to be run again
+            t, Xt, result.deltas = _recover(method, X, checkpoint, t, exc)
+            del iterations[t - 1 :]  # the iterations to be run again
+            if result.deltas and result.deltas[-1] <= delta:  # the run converged at the stored iteration
+                result.converged = True
+                break
             continue
         Xt = info.X
         result.deltas.append(info.delta)

@@ -141,6 +141,54 @@ def test_data_lost_with_workers_gives_the_undisturbed_result(tmp_path, syn_X, ca
         np.testing.assert_allclose(stored.deltas, ref.deltas, rtol=0, atol=1e-12)
 
 
+def _exit_after_saving(iteration: int) -> None:
+    """Run on a worker: its process exits right after the save task has written ``iteration`` to the
+    store (marked complete), before the client hears that the task finished (a worker killed then)."""
+    from cdfts_dask import runner
+
+    save = runner._save_on_worker
+
+    def save_then_exit(to_host, path, t, *args):
+        save(to_host, path, t, *args)
+        if t == iteration:
+            os._exit(1)
+
+    runner._save_on_worker = save_then_exit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("converges_there", [False, True], ids=["goes-on", "converged-there"])
+def test_a_worker_lost_after_writing_an_iteration_keeps_its_delta(tmp_path, syn_X, caplog, converges_there):
+    """Regression: the run went on after the store's last iteration, t, but kept only the Deltas it had
+    heard of (1 .. t-1): every later Delta one place early, one iteration fewer returned than the store
+    said, and a run that converged at t did one more iteration and returned it (0.03 off, exit 0)."""
+    from distributed import Client, LocalCluster
+
+    ref = cdfts_dask.cdf_ts(syn_X, delta=1e-12, max_iter=5, method="dense", return_info=True)[1]
+    delta, lost_at = (ref.deltas[2], 3) if converges_there else (1e-12, 2)
+    expected, ref = cdfts_dask.cdf_ts(syn_X, delta=delta, max_iter=5, method="dense", return_info=True)
+    ckpt = tmp_path / "run.zarr"
+    options = dict(threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50)
+    with (
+        LocalCluster(n_workers=1, **options) as cluster,
+        Client(cluster) as c,
+        caplog.at_level("WARNING", logger="cdfts_dask"),
+    ):
+        c.run(_exit_after_saving, lost_at)
+        got, info = cdfts_dask.cdf_ts(syn_X, delta=delta, max_iter=5, method="tiled", client=c,
+                                      checkpoint=ckpt, return_info=True)  # fmt: skip
+    lost = [r.getMessage() for r in caplog.records if "data lost" in r.getMessage()]
+    assert len(lost) == 1 and f"during iteration {lost_at} " in lost[0], caplog.text
+    assert f"going on from iteration {lost_at} of the checkpoint" in lost[0], lost[0]  # it was written
+    stored = store.Checkpoint(ckpt)
+    assert stored.completed == info.n_iter
+    assert info.n_iter == len(ref.deltas) == (3 if converges_there else 5) and info.converged == ref.converged
+    np.testing.assert_allclose(info.deltas, ref.deltas, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+    assert stored.group.attrs["result_iteration"] == info.n_iter
+    np.testing.assert_array_equal(stored.positions(info.n_iter), got)
+
+
 @pytest.mark.slow
 def test_workers_lost_again_and_again_gives_up_with_one_line(tmp_path, syn_X, monkeypatch):
     """After ``runner.MAX_RECOVERIES`` recoveries a run stops with WorkersLost, saying how to resume."""
