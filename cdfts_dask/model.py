@@ -321,7 +321,11 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
             f"{attrs.get('completed', -1)} iteration(s) done); resume it first (cdfts transform --resume)"
         )
     params = attrs.get("params", {})
-    first = dict(group[store.iteration_key(0)].attrs)
+    try:
+        first = dict(group[store.iteration_key(0)].attrs)
+    except KeyError:  # before the format check below reads it
+        problem = store.verify_iteration(group, 0)
+        raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}") from None
     if "lo" not in first or "hi" not in first:
         raise ValueError(
             f"model: the run stored at {path!r} was written before stores kept the input range "

@@ -227,8 +227,11 @@ def check_output_path(output) -> None:
 def input_files(X) -> list[str]:
     """The local files and folders that the input X is read from: X itself when it is a path; for an
     array, the folder of a Zarr array on a local store, the file of a ``numpy.memmap`` (or of the memmap
-    a NumPy array views), and every one of those that a dask array's graph holds (``da.from_zarr``,
-    ``da.from_array`` of a memmap).  Arrays in memory or on remote stores read no local file: ``[]``."""
+    a NumPy array views), and every one of those that a dask array's graph holds (``da.from_zarr``).
+    Arrays in memory or on remote stores read no local file: ``[]``.  So does ``da.from_array`` of a
+    memmap: dask (2026.8) puts a copy in memory into the graph, which is what the run reads (writing
+    the output over that file loses nothing the run needs, as with ``np.load(p)`` in memory).  A file
+    that a task of the graph opens by name (``da.from_delayed(delayed(np.load)(p))``) is not seen."""
     if isinstance(X, (str, os.PathLike)):
         return [os.fspath(X)]
     found: dict[str, None] = {}  # ordered, without repeats

@@ -586,6 +586,20 @@ def test_store_errors_name_the_problem(tmp_path):
         fitted.load(store)
 
 
+def test_a_store_that_lost_iteration_0_is_named_damaged(tmp_path, capsys):
+    """Regression: with ``iterations/00000/zarr.json`` gone, model.load raised a bare KeyError and
+    ``cdfts apply`` printed a 51-line traceback (exit 1)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(), lam=0.15, max_iter=2, checkpoint=store)
+    (store / "iterations" / "00000" / "zarr.json").unlink()
+    with pytest.raises(ValueError, match=r"run\.zarr' is damaged: iteration 0 is missing"):
+        fitted.load(store)
+    np.save(tmp_path / "x.npy", blobs())
+    assert main(["apply", str(store), str(tmp_path / "x.npy"), str(tmp_path / "y.npy"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "iteration 0 is missing" in err[0], err
+
+
 def _edit(store, node: str, edit) -> None:
     """Edit one node's attributes by hand (no fresh checksum), as a user or a damaged file would."""
     group = zarr.open_group(str(store), mode="a")
