@@ -8,6 +8,7 @@ Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 3::
            completed (index of the last complete iteration), deltas (Delta of
            iterations 1..completed), status ("running", "converged", "max_iter"),
            result_iteration (once a run finished: the iteration it returned, <= completed),
+           run (a random identifier of the store, made with it; stores written since 2026-11-28),
            attributes_digest (SHA-256 of all the other root attributes; format_version >= 3)
     iterations/00000/X          the min-max normalised input
     iterations/00000 attrs:     lo, hi (column range of the raw input; format_version >= 2)
@@ -16,6 +17,7 @@ Layout of a checkpoint store (a Zarr v3 group), ``format_version`` 3::
     iterations/<t>/radius       k-NN estimator: lam_k(z) (units of m)
     iterations/<t> attrs:       digests ({array name: "sha256:<hex>"}), m, lo, hi
                                 (range used to normalise), delta, seconds,
+                                iteration (t) and run (the root's), where the root has a run,
                                 attributes_digest (SHA-256 of the others; format_version >= 3)
 
 Commit. Iteration t's arrays are written first, then its attributes with the
@@ -33,7 +35,9 @@ format, the same input fingerprint and the same trajectory parameters.
 ``completed`` must be an integer. The root attributes are verified against
 their digest (an edited or damaged one is refused: :class:`StoreDamaged`).
 The iteration ``completed`` names is verified against its digests (its
-attributes' too) (a missing chunk reads as the fill value and a truncated
+attributes' too), and it must say that it is that iteration of this store's
+run (an iteration folder moved or copied in from another store is refused as
+damaged) (a missing chunk reads as the fill value and a truncated
 chunk fails to decode: both fail the check); if it is damaged the newest
 intact earlier iteration is used instead, with a :class:`CheckpointWarning`,
 and everything after it is discarded; if none is intact the store is refused
@@ -63,6 +67,7 @@ import hashlib
 import json
 import os
 import shutil
+import uuid
 import warnings
 from pathlib import Path
 
@@ -235,6 +240,7 @@ class Checkpoint:
                     "completed": -1,
                     "deltas": [],
                     "status": "running",
+                    "run": uuid.uuid4().hex,
                 }
             )
             ckpt.write_iteration(0, X0, {}, {"lo": input_range[0], "hi": input_range[1]})
@@ -396,6 +402,8 @@ class Checkpoint:
     def write_iteration(self, t: int, X: np.ndarray, arrays: dict, attrs: dict) -> None:
         """Write iteration t's arrays, then its attributes and digests, then mark it complete (atomically)."""
         grp = self.group.require_group(iteration_key(t))
+        run = self.group.attrs.get("run")
+        attrs = attrs if run is None else {**attrs, "iteration": t, "run": run}
         arrays = {"X": X, **{name: np.asarray(values) for name, values in arrays.items()}}
         for name, values in arrays.items():
             write_array(grp, name, values)
@@ -483,6 +491,9 @@ def verify_iteration(group, t: int) -> str | None:
     problem = attributes_problem(attrs, f"iteration {t}'s attributes", root.get("format_version"))
     if problem is not None:
         return problem
+    if "run" in root and (attrs.get("run"), attrs.get("iteration")) != (root["run"], t):
+        whose = "this store's run" if attrs.get("run") == root["run"] else "another run"
+        return f"{key} holds iteration {attrs.get('iteration')!r} of {whose}, not iteration {t} of its own"
     digests = attrs.get("digests")
     stats = statistics_name(dict(root.get("params") or {}).get("estimator"))
     if not isinstance(digests, dict) or "X" not in digests or (t >= 1 and stats not in digests):

@@ -203,6 +203,40 @@ def test_damaged_last_iteration_falls_back_to_the_previous_intact_one(tmp_path, 
     assert Checkpoint(store).verify(2) is None  # redone and intact again
 
 
+def _swap_folders(a, b) -> None:
+    tmp = a.with_name("swapping")
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+
+
+@pytest.mark.parametrize("how", ["swapped", "copied-from-another-run"])
+def test_an_iteration_folder_in_the_wrong_place_is_damage(tmp_path, points, how):
+    """Regression: each iteration's checksums covered its arrays and attributes, not which iteration of
+    which store it is: two iteration folders swapped, or one copied in from a run with another lam on
+    the same data, passed verification; model.load built a model 0.06 off and a resume went on from the
+    wrong positions (exit 0).  Each iteration now names its number and its store's run."""
+    store, other = tmp_path / "run.zarr", tmp_path / "other.zarr"
+    cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    folders = store / "iterations"
+    if how == "swapped":
+        _swap_folders(folders / "00002", folders / "00003")
+        said = r"iterations/00002 holds iteration 3 of this store's run, not iteration 2 of its own"
+    else:
+        cdf_ts(points, lam=0.3, max_iter=3, delta=1e-12, method="dense", checkpoint=other)
+        shutil.rmtree(folders / "00003")
+        shutil.copytree(other / "iterations" / "00003", folders / "00003")
+        said = r"iterations/00003 holds iteration 3 of another run, not iteration 3 of its own"
+    with pytest.raises(ValueError, match=said):
+        load(store)
+    with pytest.warns(CheckpointWarning, match=r"resuming from iteration (1|2)"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=4, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=4, delta=1e-12)
+    assert np.abs(Y - ref.X).max() <= 1e-9 and np.allclose(info.deltas, ref.deltas, atol=1e-12)
+    assert all(Checkpoint(store).verify(t) is None for t in range(5))
+
+
 def test_damaged_iteration_through_the_cli_is_one_warning_line(tmp_path, points, capsys):
     from cdfts_dask.cli import main
 
