@@ -228,6 +228,19 @@ def test_float32_kth_radii_keep_the_pair_their_float32_sq_misorders(monkeypatch)
     assert cpu.kth_part(near, 0, 1, 1)[0] > oracle.kth_neighbour_radius(s, 1)[0]
 
 
+def test_float32_kth_radii_beyond_float32s_largest_sq_are_the_float64_ones():
+    """Regression (found by a simulator audit, 2026-11-28): a row whose k-th ``sq`` passes float32's
+    largest value ruled out the pairs whose float32 ``sq`` overflowed to inf (``inf <= worst * grow``
+    failed), though their float64 ``sq`` was below ``worst``: a radius 1.3x too large (the CUDA body had
+    it right).  Unreachable through cdf_ts (its points are normalised, sq <= d), not for the bodies."""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        X = (rng.random((5, 2)) * 4e19 - 2e19).astype(np.float32)
+        s = oracle.pairwise_distances(X.astype(np.float64))
+        for index in (None, cpu.pair_index(X)):
+            np.testing.assert_array_equal(cpu.kth_part(X, 0, 1, 1, index), oracle.kth_neighbour_radius(s, 1))
+
+
 @pytest.mark.parametrize(
     "n_ref,d",
     [(60, 3), (61, 1), (62, 8), (63, 13), (61, 16), (kern.REF_CHUNK + 3, 17)],

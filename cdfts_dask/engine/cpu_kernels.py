@@ -28,6 +28,8 @@ BLOCK = 256
 REF_CHUNK = 2048
 #: columns of the shift's ``sq`` summed in registers per sweep (unrolled: the per-d kernel's constant)
 SQ_COLUMNS = 8
+#: float32's largest finite value: a float32 bound above it is no bound (see :func:`_above_bound`)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -188,8 +190,10 @@ def _insert_smallest(b, sq, w, X, z, XT, y0, grow, floor):
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 def _above_bound(worst, grow, floor):
-    """A working-dtype ``sq`` above this proves the float64 one above ``worst`` (none below ``floor``)."""
-    return worst * grow if worst >= floor else np.inf
+    """A working-dtype ``sq`` above this proves the float64 one above ``worst`` (none below ``floor``, and
+    none above float32's largest value: a float32 ``sq`` that overflowed to inf proves nothing)."""
+    bound = worst * grow
+    return bound if worst >= floor and bound <= FLOAT32_MAX else np.inf
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
