@@ -34,6 +34,47 @@ if "dask" in sys.modules:  # a plugin imported dask first: the variable is read 
 sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
+
+
+def serialise_simulated_shared_arrays() -> None:
+    """Under numba's CUDA simulator, one lock around ``cuda.shared.array``.
+
+    The simulator (numba-cuda 0.30) runs a block's threads as Python threads and finds a block's shared
+    array by the line that asks for it, in a dict it reads and then fills without a lock: two threads
+    switched in between get two arrays, and one thread's tile loads are then unseen by the others (a
+    2026-11-28 audit made it happen by forcing thread switches there: NaN positions, counts intact).
+    Same lookup, under a lock; the kernels are not changed.  Called in this process at import and, by
+    the ``client`` fixtures, in their workers."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        return
+    import threading
+    import traceback
+
+    from numba.cuda.simulator import kernelapi
+
+    shared = kernelapi.FakeCUDAShared
+    if getattr(shared.array, "serialised", False):
+        return
+    unlocked, lock = shared.array, threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic shared memory, or the simulator's refusal
+            return unlocked(self, shape, dtype, alignment)
+        caller = tuple(traceback.extract_stack(sys._getframe(1), limit=1)[0])[0:2]  # the kernel's line
+        with lock:
+            found = self._allocations.get(caller)
+            if found is None:
+                if isinstance(dtype, kernelapi.types.Type):
+                    dtype = kernelapi.numpy_support.as_dtype(dtype)
+                found = self._allocations[caller] = np.empty(shape, dtype)
+        return found
+
+    array.serialised = True
+    shared.array = array
+
+
+serialise_simulated_shared_arrays()
+
 #: tests of the CUDA device's kernels run by numba's CUDA simulator (on NumPy arrays, small n)
 simulated_cuda = pytest.mark.skipif(
     os.environ["NUMBA_ENABLE_CUDASIM"] in ("", "0"),
@@ -70,7 +111,9 @@ def _cluster(n_workers: int):
     cluster = LocalCluster(
         n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
     )
-    return cluster, Client(cluster, set_as_default=False)  # tests pass it; client=None means no client
+    client = Client(cluster, set_as_default=False)  # tests pass it; client=None means no client
+    client.run(serialise_simulated_shared_arrays)
+    return cluster, client
 
 
 @pytest.fixture(scope="session")
