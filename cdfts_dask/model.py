@@ -322,24 +322,20 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
         )
     params = attrs.get("params", {})
     try:
-        first = dict(group[store.iteration_key(0)].attrs)
-    except KeyError:  # before the format check below reads it
-        problem = store.verify_iteration(group, 0)
-        raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}") from None
+        returned = store.result_iteration(attrs, path)  # the iteration the run returned: the model's last
+    except store.StoreDamaged as exc:
+        raise ValueError(f"model: {exc}") from None
+    last = returned if n_iter is None else _checked_n_iter(n_iter, int(attrs["completed"]), path)
+    for t in range(0, last + 1):  # before any iteration's attributes are read
+        problem = store.verify_iteration(group, t)
+        if problem is not None:
+            raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}")
+    first = dict(group[store.iteration_key(0)].attrs)
     if "lo" not in first or "hi" not in first:
         raise ValueError(
             f"model: the run stored at {path!r} was written before stores kept the input range "
             f"(store format version {attrs.get('format_version', 1)}); run it again to use it as a model"
         )
-    try:
-        returned = store.result_iteration(attrs, path)  # the iteration the run returned: the model's last
-    except store.StoreDamaged as exc:
-        raise ValueError(f"model: {exc}") from None
-    last = returned if n_iter is None else _checked_n_iter(n_iter, int(attrs["completed"]), path)
-    for t in range(0, last + 1):
-        problem = store.verify_iteration(group, t)
-        if problem is not None:
-            raise ValueError(f"model: the run stored at {path!r} is damaged: {problem}")
     try:
         return _model_of(group, params, first, last)
     except (KeyError, TypeError, ValueError) as exc:  # a store of format 2 has no attribute checksums

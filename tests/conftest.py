@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
 
-
 def serialise_simulated_shared_arrays() -> None:
     """Under numba's CUDA simulator, one lock around ``cuda.shared.array``.
 
