@@ -26,53 +26,23 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0" if HAS_GPU else "1")
 #: Worker.trigger_profile -> a gc callback).  No test reads the profile: off in every cluster the tests start
 #: (set before dask is imported, so this process, its LocalClusters' workers and CLI subprocesses see it).
 os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
-if "dask" in sys.modules:  # a plugin imported dask first: the variable is read at import, so set it now too
+#: under the simulator, every worker the tests start (session clusters, a run's own cluster, a CLI
+#: subprocess's) preloads the shared-array lock of simulator_lock.py (it does nothing on a real GPU)
+SIMULATOR_LOCK = Path(__file__).resolve().parent / "simulator_lock.py"
+os.environ["DASK_DISTRIBUTED__WORKER__PRELOAD"] = repr([str(SIMULATOR_LOCK)])
+if "dask" in sys.modules:  # a plugin imported dask first: the variables are read at import, so set them now
     import dask
 
-    dask.config.set({"distributed.worker.profile.enabled": False})
+    dask.config.set(
+        {"distributed.worker.profile.enabled": False, "distributed.worker.preload": [str(SIMULATOR_LOCK)]}
+    )
 
 sys.path.insert(0, str(ROOT))
+import simulator_lock  # noqa: E402, F401  (importing it locks the simulator in this process)
+
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
 
-def serialise_simulated_shared_arrays() -> None:
-    """Under numba's CUDA simulator, one lock around ``cuda.shared.array``.
-
-    The simulator (numba-cuda 0.30) runs a block's threads as Python threads and finds a block's shared
-    array by the line that asks for it, in a dict it reads and then fills without a lock: two threads
-    switched in between get two arrays, and one thread's tile loads are then unseen by the others (a
-    2026-11-28 audit made it happen by forcing thread switches there: NaN positions, counts intact).
-    Same lookup, under a lock; the kernels are not changed.  Called in this process at import and, by
-    the ``client`` fixtures, in their workers."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
-        return
-    import threading
-    import traceback
-
-    from numba.cuda.simulator import kernelapi
-
-    shared = kernelapi.FakeCUDAShared
-    if getattr(shared.array, "serialised", False):
-        return
-    unlocked, lock = shared.array, threading.Lock()
-
-    def array(self, shape, dtype, alignment=None):
-        if shape == 0 or alignment is not None:  # dynamic shared memory, or the simulator's refusal
-            return unlocked(self, shape, dtype, alignment)
-        caller = tuple(traceback.extract_stack(sys._getframe(1), limit=1)[0])[0:2]  # the kernel's line
-        with lock:
-            found = self._allocations.get(caller)
-            if found is None:
-                if isinstance(dtype, kernelapi.types.Type):
-                    dtype = kernelapi.numpy_support.as_dtype(dtype)
-                found = self._allocations[caller] = np.empty(shape, dtype)
-        return found
-
-    array.serialised = True
-    shared.array = array
-
-
-serialise_simulated_shared_arrays()
 
 #: tests of the CUDA device's kernels run by numba's CUDA simulator (on NumPy arrays, small n)
 simulated_cuda = pytest.mark.skipif(
@@ -111,7 +81,6 @@ def _cluster(n_workers: int):
         n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
     )
     client = Client(cluster, set_as_default=False)  # tests pass it; client=None means no client
-    client.run(serialise_simulated_shared_arrays)
     return cluster, client
 
 

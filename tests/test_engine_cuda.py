@@ -196,6 +196,27 @@ def test_simulated_device_through_the_graph_equals_oracle(client, estimator, k):
     assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
 
 
+#: whether this process's simulator is locked; evaluated by the builtin ``eval`` in a worker, so that checking
+#: does not import a test module (which imports conftest and so would lock it)
+SIMULATOR_IS_LOCKED = (
+    'getattr(__import__("numba.cuda.simulator.kernelapi", fromlist=["FakeCUDAShared"]).FakeCUDAShared.array, '
+    '"serialised", False)'
+)
+
+
+@simulated_cuda
+def test_every_worker_the_tests_start_locks_the_simulators_shared_arrays(client):
+    """The session's workers and a cluster a run starts of its own (``client=None``) preload
+    ``simulator_lock.py`` (without it, simulated blocks could each get their own shared array)."""
+    from distributed import Client
+
+    from cdfts_dask.dask_client import local_cluster
+
+    assert eval(SIMULATOR_IS_LOCKED)
+    assert list(client.run(eval, SIMULATOR_IS_LOCKED).values()) == [True, True]
+    with local_cluster(1) as cluster, Client(cluster) as own:
+        assert list(own.run(eval, SIMULATOR_IS_LOCKED).values()) == [True]
+
 def _cupy():
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     if cuda_kernels.SIMULATOR:
