@@ -32,7 +32,7 @@ from points import (
 
 from cdfts_dask import cdf_ts, oracle
 from cdfts_dask.bench import data
-from cdfts_dask.engine import cpu, cuda_kernels, plan
+from cdfts_dask.engine import TiledEngine, cpu, cuda_kernels, graph, plan
 
 UNDERFLOW = float32_underflow_cases()
 ILL_CONDITIONED = ill_conditioned_rho_cases()
@@ -168,12 +168,14 @@ def test_simulated_float32_prefilters_keep_pairs_their_float32_sq_misorders(cuda
 
 def test_every_device_offers_the_bodies_its_callers_use_with_the_same_parameters(cuda):
     """The graph and the model call a device's bodies by name (``dev.counts_part(...)``): every name they
-    use exists on both devices, and each function takes the same parameters in the same order."""
+    use exists on both devices, and each function takes the same parameters in the same order (but
+    ``pair_index``, which a device whose parts share nothing sets to None)."""
     engine = Path(cpu.__file__).parent
     callers = (engine / "graph.py", engine.parent / "model.py")
     used = {m for path in callers for m in re.findall(r"\b(?:dev|tasks)\.(\w+)", path.read_text())}
     assert {"pair_index", "diameter_part", "counts_part", "kth_part", "shift_part", "finish"} <= used
-    for name in sorted(used):
+    assert cuda.pair_index is None
+    for name in sorted(used - {"pair_index"} if cuda.pair_index is None else used):
         on_cpu, on_cuda = getattr(cpu, name), getattr(cuda, name)
         if callable(on_cpu):
             parameters = [list(inspect.signature(f).parameters) for f in (on_cpu, on_cuda)]
@@ -194,6 +196,24 @@ def test_simulated_device_through_the_graph_equals_oracle(client, estimator, k):
                        tile_size=15, backend="cuda", return_info=True)  # fmt: skip
     assert np.abs(out - ref.X).max() <= 1e-9
     assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
+
+
+@simulated_cuda
+def test_simulated_device_shares_no_pair_index_and_the_graph_submits_no_task_for_one(client, monkeypatch):
+    """CUDA's ``pair_index`` is None: above ``SHARED_INDEX_MIN_N`` (lowered here) the graph submits no
+    index task (it would be a no-op hop on the chain) and the statistics and positions stay the oracle's."""
+    monkeypatch.setattr(graph, "SHARED_INDEX_MIN_N", 10)
+    X = normalised(awkward(40, 3, seed=5))
+    for backend, tasks in (("cpu", 1), ("cuda", 0)):
+        engine = TiledEngine(client, 15, backend=backend)
+        for estimator, k in (("epsilon", None), ("knn", 3)):
+            ref = oracle.cdf_ts_step(X, 0.2, estimator, k)
+            seen: list = []
+            st = engine.step(engine.put(X), 40, 3, 0.2, estimator, k, watch=seen.extend)
+            assert len([f for f in seen if str(f.key).startswith("pair_index")]) == tasks, backend
+            for stat, value in ref.statistics.items():
+                np.testing.assert_array_equal(st.statistics[stat].result(), value)
+            assert np.abs(st.X.result() - ref.X).max() <= 1e-9
 
 
 #: whether this process's simulator is locked; evaluated by the builtin ``eval`` in a worker, so that checking

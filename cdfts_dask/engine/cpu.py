@@ -7,8 +7,9 @@ The interface every device module offers to :mod:`cdfts_dask.engine.graph`
 * ``prepare(X, dtype)``: the points in the working dtype, resident on the device;
 * ``panel_rows(n, threads)``: rows per panel task, for the cluster's worker threads (GPUs: one each);
 * ``pair_index(X)``: what the diameter, count and k-NN parts of one iteration share, built once
-  by one task and handed to them (here the k-d leaves and their boxes; on CUDA None: its
-  parts sweep full rows); each part builds its own when given None;
+  by one task and handed to them (here the k-d leaves and their boxes); each part builds its own
+  when given None.  A device whose parts share nothing has ``pair_index = None`` instead of a
+  function (CUDA: its parts sweep full rows), and the graph submits no task for it;
 * ``diameter_part(X, part, parts, index)``: largest float64 ``sq`` over this part's pairs;
 * ``counts_part(X, part, parts, T, index)``: the epsilon counts that the part-th of
   ``parts`` shares of the pairs contributes, an n-vector (parts are summed): here

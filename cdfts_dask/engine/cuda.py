@@ -66,15 +66,14 @@ def panel_rows(n: int, threads: int) -> int:
     return max(1, math.ceil(n / threads))
 
 
-def pair_index(X) -> None:
-    """No index: the CUDA parts sweep full rows (the interface's ``pair_index``; the CPU's is a k-d
-    split)."""
-    return None
+#: no index shared by an iteration's parts (the interface's ``pair_index``; the CPU's is a function that
+#: builds a k-d split): the CUDA parts sweep full rows, and the graph submits no task for one
+pair_index = None
 
 
 def diameter_part(X, part: int, parts: int, index: None = None) -> float:
     """Largest float64 ``sq`` over the pairs (i, j > i), i in the part-th of ``parts`` triangle panels
-    (``index``: :func:`pair_index`'s None)."""
+    (``index``: None, :data:`pair_index` being None)."""
     n, d = X.shape
     spans = triangle_panels(n, parts)
     if part >= len(spans) or n < 2:
@@ -88,8 +87,8 @@ def diameter_part(X, part: int, parts: int, index: None = None) -> float:
 
 def counts_part(X, part: int, parts: int, T: float, index: None = None) -> np.ndarray:
     """Epsilon counts of the part-th of ``parts`` equal row ranges over every point, i itself included,
-    in an n-vector that is 0 outside those rows (int64, host; parts are summed; ``index``:
-    :func:`pair_index`'s None).  Full rows, not the
+    in an n-vector that is 0 outside those rows (int64, host; parts are summed; ``index``: None,
+    :data:`pair_index` being None).  Full rows, not the
     CPU's triangle: each thread counts its own row in a register, where a triangle needs shared-memory
     atomics for the column counts (the full-row kernel did its n^2 pairs 5x faster than the triangle
     kernel did n^2 / 2 on an H100)."""
@@ -109,7 +108,7 @@ def kth_part(
 ) -> np.ndarray:
     """Distance from each row of the part-th of ``parts`` equal row ranges to its k-th nearest other
     point, in an n-vector that is 0 outside those rows (float64, host; parts are summed; ``index``:
-    :func:`pair_index`'s None).
+    None, :data:`pair_index` being None).
 
     The (k+1)-th smallest exact float64 ``sq`` of a row (its own 0 included)
     is the oracle's k-th neighbour, as sqrt is monotone.  Small k (k + 1 <=

@@ -224,7 +224,8 @@ class TiledEngine:
         parts = chunks(0, n, rows)
         dparts = 1 if n <= DIAMETER_SINGLE_MAX_N else threads
         rparts = min(len(parts), REFERENCE_TASKS_PER_THREAD * threads)
-        index = c.submit(dev.pair_index, X) if n > SHARED_INDEX_MIN_N else None
+        shared_index = dev.pair_index is not None and n > SHARED_INDEX_MIN_N  # None: the device shares none
+        index = c.submit(dev.pair_index, X) if shared_index else None
         maxima = [c.submit(dev.diameter_part, X, i, dparts, index, **on(i)) for i in range(dparts)]
         maxima = narrow(c, _max, maxima)
         mean = c.submit(dev.column_mean, X)
