@@ -125,30 +125,60 @@ def test_gpu_figures_ab_stage_also_benches_each_revision_at_ab_sizes(tmp_path, m
     assert ran == [[root, args] for root in roots for args in (profile, bench)], res.stdout
 
 
-def test_gpu_ab_kit_exports_each_candidate_branch_for_the_ab_stage(tmp_path):
-    """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no revision given it exports the
-    committed package of every branch under cand/ to KIT/ab/NAME/cdfts_dask (the ab folder emptied
-    first), where the ab stage looks; with no such branch it fails and says so."""
+def test_gpu_ab_kit_exports_each_candidate_patch_applied_to_head(tmp_path):
+    """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no candidate given it applies every
+    docs/candidates/*.patch to the committed tree and exports the package to KIT/ab/NAME/cdfts_dask (the
+    ab folder emptied first), where the ab stage looks; a revision given is exported as committed; a
+    patch that does not apply, or no patch at all, fails and says so."""
     repo, kit = tmp_path / "repo", tmp_path / "kit"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True, capture_output=True)
     git = ["git", "-C", str(repo)]
-    subprocess.run([*git, "branch", "cand/faster"], check=True)
+    module = repo / "cdfts_dask" / "engine" / "cuda_kernels.py"
+    committed = module.read_text()
+    candidates = repo / "docs" / "candidates"
+    candidates.mkdir(parents=True, exist_ok=True)
+    for old in candidates.glob("*.patch"):
+        old.unlink()
+    module.write_text(committed + "# the candidate's change\n")
+    diff = subprocess.run([*git, "diff"], capture_output=True, text=True, check=True).stdout
+    (candidates / "faster.patch").write_text(diff)
+    module.write_text(committed)
     (kit / "ab" / "stale" / "cdfts_dask").mkdir(parents=True)
     env = {**cli_env(), "KIT": str(kit)}
 
-    def export() -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", str(ROOT / "docs" / "scripts" / "gpu_ab_kit.sh")], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    def export(*candidates: str) -> subprocess.CompletedProcess:
+        script = str(ROOT / "docs" / "scripts" / "gpu_ab_kit.sh")
+        return subprocess.run(["bash", script, *candidates], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
 
     res = export()
     assert res.returncode == 0, res.stdout + res.stderr
     assert [p.name for p in (kit / "ab").iterdir()] == ["faster"]
-    module = "cdfts_dask/engine/cuda_kernels.py"
-    committed = subprocess.run([*git, "show", f"cand/faster:{module}"], capture_output=True, text=True).stdout
-    assert (kit / "ab" / "faster" / module).read_text() == committed
-    subprocess.run([*git, "branch", "-D", "cand/faster"], check=True, capture_output=True)
+    exported = kit / "ab" / "faster" / module.relative_to(repo)
+    assert exported.read_text() == committed + "# the candidate's change\n"
+    subprocess.run([*git, "branch", "cand/as-committed"], check=True)
+    res = export("cand/as-committed")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [p.name for p in (kit / "ab").iterdir()] == ["as-committed"]
+    assert (kit / "ab" / "as-committed" / module.relative_to(repo)).read_text() == committed
+    subprocess.run([*git, "rm", "-q", "cdfts_dask/engine/cuda_kernels.py"], check=True)
+    subprocess.run([*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "gone"], check=True)
     res = export()
-    assert res.returncode == 1 and "no branch under cand/" in res.stderr
+    assert res.returncode == 1 and "faster.patch does not apply to HEAD" in res.stderr, res.stderr
+    (candidates / "faster.patch").unlink()
+    res = export()
+    assert res.returncode == 1 and "no patch under docs/candidates/" in res.stderr
+
+
+CANDIDATES = sorted((ROOT / "docs" / "candidates").glob("*.patch"))
+
+
+@pytest.mark.parametrize("patch", CANDIDATES, ids=lambda p: p.stem)
+def test_every_kernel_candidate_still_applies_to_this_tree(patch):
+    """The kernel candidates waiting for a GPU (docs/candidates, exported by gpu_ab_kit.sh) apply to the
+    package and tests as they are now: a change to main that breaks one fails here, not on the GPU host."""
+    res = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
 
 
 def test_gpu_figures_knn_stage_benches_one_gpu_with_the_knn_estimator(tmp_path):

@@ -1,28 +1,51 @@
 #!/usr/bin/env bash
 # Export kernel candidates for the `ab` stage of gpu_figures.sh, in the repository root:
 #
-#     bash docs/scripts/gpu_ab_kit.sh [REV ...]     # default: every local branch under cand/
+#     bash docs/scripts/gpu_ab_kit.sh [CANDIDATE ...]   # default: every docs/candidates/*.patch
 #
-# Each revision's package goes to $KIT/ab/NAME/cdfts_dask (KIT default .gpu-kit; NAME is the branch name
-# less "cand/", or the revision as given), from `git archive`: what is committed, nothing of the working
-# tree.  The ab folder is emptied first, so the stage times exactly these revisions (in NAME order),
-# between two runs of this tree.  Carry the kit to the GPU host with it (the device tool's `carry`).
+# A candidate is a patch file (NAME.patch) or a git revision.  Each candidate's package goes to
+# $KIT/ab/NAME/cdfts_dask (KIT default .gpu-kit; NAME is the patch's name less ".patch", or the revision
+# less "cand/"): a patch applied, whole (its tests too, in a scratch copy), to the committed tree (HEAD);
+# a revision as committed (`git archive`).  Nothing of the working tree goes in.  The ab folder is
+# emptied first, so the stage times exactly these candidates (in NAME order), between two runs of this
+# tree.  Carry the kit to the GPU host with it (the device tool's `carry`).
+#
+# Candidates live as patches in docs/candidates/ because only main lands: a branch does not outlive the
+# session that made it, a committed patch does (tests/test_project.py checks that each still applies).
 set -euo pipefail
 
 kit=${KIT:-.gpu-kit}
-revisions=("$@")
-if [ ${#revisions[@]} -eq 0 ]; then
-    mapfile -t revisions < <(git for-each-ref --format='%(refname:short)' refs/heads/cand/)
+candidates=("$@")
+if [ ${#candidates[@]} -eq 0 ]; then
+    shopt -s nullglob
+    candidates=(docs/candidates/*.patch)
+    shopt -u nullglob
 fi
-if [ ${#revisions[@]} -eq 0 ]; then
-    echo "gpu_ab_kit: no revision given and no branch under cand/" >&2
+if [ ${#candidates[@]} -eq 0 ]; then
+    echo "gpu_ab_kit: no candidate given and no patch under docs/candidates/" >&2
     exit 1
 fi
 rm -rf "$kit/ab"
-for rev in "${revisions[@]}"; do
-    name=${rev#cand/}
-    name=${name//\//-}
-    mkdir -p "$kit/ab/$name"
-    git archive "$rev" cdfts_dask | tar -x -C "$kit/ab/$name"
-    echo "$kit/ab/$name: $(git rev-parse --short "$rev") $(git log -1 --format=%s "$rev" | cut -c1-80)"
+for candidate in "${candidates[@]}"; do
+    if [[ $candidate == *.patch ]]; then
+        name=$(basename "$candidate" .patch)
+        patch=$(realpath "$candidate")
+        scratch=$(mktemp -d)
+        git archive HEAD | tar -x -C "$scratch"
+        if ! (cd "$scratch" && git apply "$patch"); then
+            rm -rf "$scratch"
+            echo "gpu_ab_kit: $candidate does not apply to HEAD ($(git rev-parse --short HEAD)); rebase it" >&2
+            exit 1
+        fi
+        mkdir -p "$kit/ab/$name"
+        cp -r "$scratch/cdfts_dask" "$kit/ab/$name/"
+        rm -rf "$scratch"
+        echo "$kit/ab/$name: $candidate on $(git rev-parse --short HEAD)"
+    else
+        name=${candidate#cand/}
+        name=${name//\//-}
+        mkdir -p "$kit/ab/$name"
+        git archive "$candidate" cdfts_dask | tar -x -C "$kit/ab/$name"
+        echo "$kit/ab/$name: $(git rev-parse --short "$candidate") $(git log -1 --format=%s "$candidate" | cut -c1-80)"
+    fi
 done
