@@ -125,11 +125,11 @@ def test_gpu_figures_ab_stage_also_benches_each_revision_at_ab_sizes(tmp_path, m
     assert ran == [[root, args] for root in roots for args in (profile, bench)], res.stdout
 
 
-def test_gpu_ab_kit_exports_each_candidate_patch_applied_to_head(tmp_path):
-    """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no candidate given it applies every
-    docs/candidates/*.patch to the committed tree and exports the package to KIT/ab/NAME/cdfts_dask (the
-    ab folder emptied first), where the ab stage looks; a revision given is exported as committed; a
-    patch that does not apply, or no patch at all, fails and says so."""
+def test_gpu_ab_kit_exports_each_candidate_series_applied_to_head(tmp_path):
+    """docs/scripts/gpu_ab_kit.sh, in a clone of this repository: with no candidate given it applies the
+    patches of every docs/candidates/*.series, in order, to the committed tree and exports the package to
+    KIT/ab/NAME/cdfts_dask (the ab folder emptied first), where the ab stage looks; a revision given is
+    exported as committed; a patch that does not apply, or no series at all, fails and says so."""
     repo, kit = tmp_path / "repo", tmp_path / "kit"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True, capture_output=True)
     git = ["git", "-C", str(repo)]
@@ -137,12 +137,25 @@ def test_gpu_ab_kit_exports_each_candidate_patch_applied_to_head(tmp_path):
     committed = module.read_text()
     candidates = repo / "docs" / "candidates"
     candidates.mkdir(parents=True, exist_ok=True)
-    for old in candidates.glob("*.patch"):
+    for old in [*candidates.glob("*.patch"), *candidates.glob("*.series")]:
         old.unlink()
-    module.write_text(committed + "# the candidate's change\n")
-    diff = subprocess.run([*git, "diff"], capture_output=True, text=True, check=True).stdout
-    (candidates / "faster.patch").write_text(diff)
-    module.write_text(committed)
+
+    def patch(before: str, after: str, name: str) -> None:
+        """A patch in docs/candidates that takes the module from ``before`` to ``after``."""
+        module.write_text(before)
+        subprocess.run([*git, "add", str(module)], check=True)
+        module.write_text(after)
+        diff = subprocess.run([*git, "diff", "--", str(module)], capture_output=True, text=True, check=True)
+        (candidates / name).write_text(diff.stdout)
+        module.write_text(committed)
+        subprocess.run([*git, "reset", "-q"], check=True)
+
+    one = committed + "# the candidate's change\n"
+    two = one + "# its variant\n"
+    patch(committed, one, "faster.patch")
+    patch(one, two, "variant.patch")  # a variant: one more patch on top of the one it varies
+    (candidates / "faster.series").write_text("faster.patch\n")
+    (candidates / "faster-variant.series").write_text("faster.patch\nvariant.patch\n")
     (kit / "ab" / "stale" / "cdfts_dask").mkdir(parents=True)
     env = {**cli_env(), "KIT": str(kit)}
 
@@ -151,34 +164,41 @@ def test_gpu_ab_kit_exports_each_candidate_patch_applied_to_head(tmp_path):
         return subprocess.run(["bash", script, *candidates], cwd=repo, env=env, capture_output=True,
                               text=True, timeout=60)  # fmt: skip
 
+    def exported(name: str) -> str:
+        return (kit / "ab" / name / module.relative_to(repo)).read_text()
+
     res = export()
     assert res.returncode == 0, res.stdout + res.stderr
-    assert [p.name for p in (kit / "ab").iterdir()] == ["faster"]
-    exported = kit / "ab" / "faster" / module.relative_to(repo)
-    assert exported.read_text() == committed + "# the candidate's change\n"
+    assert sorted(p.name for p in (kit / "ab").iterdir()) == ["faster", "faster-variant"]
+    assert exported("faster") == one and exported("faster-variant") == two
     subprocess.run([*git, "branch", "cand/as-committed"], check=True)
     res = export("cand/as-committed")
     assert res.returncode == 0, res.stdout + res.stderr
     assert [p.name for p in (kit / "ab").iterdir()] == ["as-committed"]
-    assert (kit / "ab" / "as-committed" / module.relative_to(repo)).read_text() == committed
+    assert exported("as-committed") == committed
     subprocess.run([*git, "rm", "-q", "cdfts_dask/engine/cuda_kernels.py"], check=True)
     subprocess.run([*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "gone"], check=True)
     res = export()
     assert res.returncode == 1 and "faster.patch does not apply to HEAD" in res.stderr, res.stderr
-    (candidates / "faster.patch").unlink()
+    for series in candidates.glob("*.series"):
+        series.unlink()
     res = export()
-    assert res.returncode == 1 and "no patch under docs/candidates/" in res.stderr
+    assert res.returncode == 1 and "no series under docs/candidates/" in res.stderr
 
 
-CANDIDATES = sorted((ROOT / "docs" / "candidates").glob("*.patch"))
-
-
-@pytest.mark.parametrize("patch", CANDIDATES, ids=lambda p: p.stem)
-def test_every_kernel_candidate_still_applies_to_this_tree(patch):
-    """The kernel candidates waiting for a GPU (docs/candidates, exported by gpu_ab_kit.sh) apply to the
-    package and tests as they are now: a change to main that breaks one fails here, not on the GPU host."""
-    res = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
+def test_every_kernel_candidate_still_applies_to_this_tree(tmp_path):
+    """The kernel candidates waiting for a GPU (docs/candidates) apply to the committed package and tests
+    as they are now, each series in its order: a change to main that breaks one fails here, not on the
+    GPU host; every patch there is in some series."""
+    folder = ROOT / "docs" / "candidates"
+    series = sorted(folder.glob("*.series"))
+    script = str(ROOT / "docs" / "scripts" / "gpu_ab_kit.sh")
+    res = subprocess.run(["bash", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**cli_env(), "KIT": str(tmp_path)})  # fmt: skip
     assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (tmp_path / "ab").iterdir()) == sorted(s.stem for s in series)
+    listed = {line for s in series for line in s.read_text().split()}
+    assert listed == {p.name for p in folder.glob("*.patch")}
 
 
 def test_gpu_figures_knn_stage_benches_one_gpu_with_the_knn_estimator(tmp_path):

@@ -7,7 +7,7 @@
 # * tests : the real-GPU tests (`pytest -m gpu tests/test_engine_cuda.py`);
 # * kernels: each CUDA kernel alone at n = 2e5, d = 8 (docs/scripts/cuda_kernel_profile.py);
 # * ab    : the same profile for this tree, then for each revision exported under $KIT/ab/NAME/cdfts_dask
-#           (docs/scripts/gpu_ab_kit.sh [CANDIDATE ...]: every docs/candidates/*.patch by default), then this tree
+#           (docs/scripts/gpu_ab_kit.sh [CANDIDATE ...]: every docs/candidates/*.series by default), then this tree
 #           again: kernel changes timed against each other on one card, in one call, each with its
 #           diameter's sq and the digest of its shift sums' bits (the same line: the same bits as this
 #           tree's); the revisions need the kernel signatures the profile script calls (f4176b5 and later).
