@@ -187,14 +187,16 @@ def test_gpu_ab_kit_exports_each_candidate_series_applied_to_head(tmp_path):
 
 
 def test_every_kernel_candidate_still_applies_to_this_tree(tmp_path):
-    """The kernel candidates waiting for a GPU (docs/candidates) apply to the committed package and tests
-    as they are now, each series in its order: a change to main that breaks one fails here, not on the
-    GPU host; every patch there is in some series."""
+    """The kernel candidates waiting for a GPU (docs/candidates) apply to the package and tests as they
+    are now, committed or not (the kit's BASE is ``git stash create``'s commit of the working tree, which
+    touches neither the tree nor the stash list), each series in its order: a change to main that breaks
+    one fails here, not on the GPU host; every patch there is in some series."""
     folder = ROOT / "docs" / "candidates"
     series = sorted(folder.glob("*.series"))
+    tree = subprocess.run(["git", "stash", "create"], cwd=ROOT, capture_output=True, text=True, check=True)
     script = str(ROOT / "docs" / "scripts" / "gpu_ab_kit.sh")
-    res = subprocess.run(["bash", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**cli_env(), "KIT": str(tmp_path)})  # fmt: skip
+    env = {**cli_env(), "KIT": str(tmp_path), "BASE": tree.stdout.strip() or "HEAD"}
+    res = subprocess.run(["bash", script], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in (tmp_path / "ab").iterdir()) == sorted(s.stem for s in series)
     listed = {line for s in series for line in s.read_text().split()}

@@ -7,7 +7,8 @@
 # that order; a variant is one more small patch on top of the one it varies) or a git revision.  Each
 # candidate's package goes to $KIT/ab/NAME/cdfts_dask (KIT default .gpu-kit; NAME is the series' name, or
 # the revision less "cand/"): a series applied, whole (tests too, in a scratch copy), to the committed
-# tree (HEAD); a revision as committed (`git archive`).  Nothing of the working tree goes in.  The ab
+# tree (BASE, default HEAD: any commit, e.g. `git stash create`'s of the working tree); a revision as
+# committed (`git archive`).  Nothing of the working tree goes in.  The ab
 # folder is emptied first, so the stage times exactly these candidates (in NAME order), between two runs
 # of this tree.  Carry the kit to the GPU host with it (the device tool's `carry`).
 #
@@ -17,6 +18,7 @@
 set -euo pipefail
 
 kit=${KIT:-.gpu-kit}
+base=${BASE:-HEAD}
 candidates=("$@")
 if [ ${#candidates[@]} -eq 0 ]; then
     shopt -s nullglob
@@ -33,19 +35,19 @@ for candidate in "${candidates[@]}"; do
         name=$(basename "$candidate" .series)
         folder=$(dirname "$(realpath "$candidate")")
         scratch=$(mktemp -d)
-        git archive HEAD | tar -x -C "$scratch"
+        git archive "$base" | tar -x -C "$scratch"
         while read -r patch; do
             [ -n "$patch" ] || continue
             if ! (cd "$scratch" && git apply "$folder/$patch"); then
                 rm -rf "$scratch"
-                echo "gpu_ab_kit: $candidate: $patch does not apply to HEAD ($(git rev-parse --short HEAD)) and what it follows; rebase it" >&2
+                echo "gpu_ab_kit: $candidate: $patch does not apply to $base ($(git rev-parse --short "$base")) and what it follows; rebase it" >&2
                 exit 1
             fi
         done < "$candidate"
         mkdir -p "$kit/ab/$name"
         cp -r "$scratch/cdfts_dask" "$kit/ab/$name/"
         rm -rf "$scratch"
-        echo "$kit/ab/$name: $(paste -sd+ "$candidate") on $(git rev-parse --short HEAD)"
+        echo "$kit/ab/$name: $(paste -sd+ "$candidate") on $(git rev-parse --short "$base")"
     else
         name=${candidate#cand/}
         name=${name//\//-}
