@@ -112,7 +112,7 @@ def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, scan: LineSc
     ``scan`` is the block's :func:`_scan`."""
     import pandas as pd
 
-    kwargs = layout.read_kwargs(text_features=scan.leading_plus)
+    kwargs = layout.read_kwargs(text_features=scan.text_features)
     if not first:
         kwargs["header"] = None  # the header line is in the first block only
         if block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as when read whole

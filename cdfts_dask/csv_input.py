@@ -144,7 +144,7 @@ class CsvLayout:
     def read_kwargs(self, text_features: bool = False) -> dict:
         """Keyword arguments for ``pandas.read_csv`` / ``dask.dataframe.read_csv`` of this file; with
         ``text_features`` the feature columns are read as text, for :meth:`split` to convert
-        (:func:`has_leading_plus`)."""
+        (:func:`needs_text_features`)."""
         import pandas as pd
 
         feature_dtype = str if text_features else np.float64
@@ -191,6 +191,30 @@ def has_leading_plus(text: bytes) -> bool:
     neighbouring float in about one cell of ten (pandas 3.1), so the features of such text are read as
     text and converted by :func:`exact_floats`."""
     return b"+" in text and _LEADING_PLUS.search(text) is not None
+
+
+def has_boolean_word(text: bytes) -> bool:
+    """Whether CSV text holds ``true`` or ``false`` in any case.  pandas' C parser reads a float column
+    whose cells are all such words (``True``, ``FALSE``, ``tRue``, ...) as 1.0 and 0.0 (pandas 3.1), where
+    the header rule and every other reader take them as text; the features of such text are read as text,
+    so the words are refused as non-numeric.  Checked only when the text holds a ``u`` or an ``l`` (no
+    number's text does), on what is left once digits, signs, points, commas and white space are deleted
+    (a word's letters stay together), lower-cased: about 1 ms per MiB."""
+    if not any(c in text for c in (b"u", b"U", b"l", b"L")):
+        return False
+    letters = text.translate(None, _NUMBER_BYTES).lower()
+    return b"true" in letters or b"false" in letters
+
+
+#: the bytes :func:`has_boolean_word` deletes before it looks for the words
+_NUMBER_BYTES = b"0123456789+-.,; \t\r\n"
+
+
+def needs_text_features(text: bytes) -> bool:
+    """Whether the feature columns of CSV text are read as text and converted by :func:`exact_floats`
+    rather than by pandas' float parser: a field that starts with ``+`` (:func:`has_leading_plus`) or a
+    boolean word (:func:`has_boolean_word`)."""
+    return has_leading_plus(text) or has_boolean_word(text)
 
 
 def exact_floats(cells: np.ndarray) -> np.ndarray:
@@ -424,8 +448,8 @@ class LineScan(NamedTuple):
     ragged: tuple[int, int] | None
     #: 0-based line of the first blank line ended by a lone ``\\r`` (in a file with ``\\n`` line breaks)
     lone_cr_blank: int | None = None
-    #: whether a field starts with ``+`` (:func:`has_leading_plus`)
-    leading_plus: bool = False
+    #: whether the feature columns are read as text (:func:`needs_text_features`)
+    text_features: bool = False
 
 
 def strip_bom(text: bytes) -> bytes:
@@ -504,7 +528,7 @@ def scan_lines(text: bytes, ncols: int, newline_file: bool = True) -> LineScan:
     else:
         ragged = _ragged_plain(lines, ncols)
     blank = lone_cr_blank_line(plain) if newline_file else None
-    return LineScan(len(lines), rows, ragged, blank, has_leading_plus(text))
+    return LineScan(len(lines), rows, ragged, blank, needs_text_features(text))
 
 
 #: a blank line (spaces and tabs only) that ends in a lone carriage return
@@ -550,9 +574,9 @@ def _scan_file(path: Path, ncols: int, newline_file: bool) -> LineScan:
     """:func:`scan_lines` of a whole file in one pass, in pieces of 16 MiB (``lines`` and ``rows`` not
     counted: 0), with 1-based file lines; a file with a quoted line break (or a quote inside a field)
     has its field counts read again with the ``csv`` module as one stream."""
-    line0, ragged, blank, plus, quoted = 0, None, None, False, False
+    line0, ragged, blank, as_text, quoted = 0, None, None, False, False
     for piece in _pieces(path):
-        plus = plus or has_leading_plus(piece)
+        as_text = as_text or needs_text_features(piece)
         text = _unquoted(piece)
         lines = text.splitlines()
         if newline_file and blank is None:
@@ -567,13 +591,13 @@ def _scan_file(path: Path, ncols: int, newline_file: bool) -> LineScan:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
             found = _ragged_quoted(fh, ncols)
         ragged = None if found is None else (found[0] + 1, found[1])
-    return LineScan(0, 0, ragged, blank, plus)
+    return LineScan(0, 0, ragged, blank, as_text)
 
 
 def check_fields(path, layout: CsvLayout, name: str) -> bool:
     """Refuse a file with a non-blank line of more or fewer fields than its first row, or a blank line
-    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line); return whether a field
-    starts with ``+`` (:func:`has_leading_plus`: its feature columns are then read as text)."""
+    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line); return whether its feature
+    columns are read as text (:func:`needs_text_features`)."""
     try:
         scan = _scan_file(Path(path), layout.ncols, layout.lineterminator is None)
     except OSError as exc:
@@ -583,7 +607,7 @@ def check_fields(path, layout: CsvLayout, name: str) -> bool:
         raise lone_cr_error(name, path, blank)
     if found is not None:
         raise ragged_error(name, path, found[0], found[1], layout.ncols)
-    return scan.leading_plus
+    return scan.text_features
 
 
 def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[int, int, str] | None:

@@ -442,6 +442,46 @@ def test_numbers_with_a_plus_sign_and_spaces_read_exactly(tmp_path, monkeypatch,
         read()
 
 
+@pytest.mark.parametrize("reader", ["eager", "block-wise"])
+def test_boolean_words_are_refused_as_text_by_both_readers(tmp_path, monkeypatch, reader):
+    """Regression: pandas' C parser read a float column whose cells were all ``True`` / ``False`` (any
+    case) as 1.0 / 0.0, while the header rule took them as text: a file without a header whose first row
+    began ``True,...`` lost that row as a header and transformed the others with True = 1, exit 0; the
+    block-wise reader read a block of such cells that the eager reader refused.  Both now refuse the
+    word, naming its row and column; numbers in a file that also holds the words elsewhere (a label)
+    read exactly."""
+    from cdfts_dask import csv_blocks
+    from cdfts_dask.csv_input import csv_layout
+    from cdfts_dask.inputs import read_table
+
+    monkeypatch.setattr(csv_blocks, "CSV_BLOCK_BYTES", 200)
+
+    def read(text, label=None):
+        path = tmp_path / "words.csv"
+        path.write_text(text)
+        if reader == "eager":
+            return read_table(path, label, name="X")[:2]
+        layout = csv_layout(path, label, "X")
+        blocks = csv_blocks.csv_blocks(str(path), layout, "X")
+        assert blocks.numblocks[0] >= min(3, len(text) // 200)
+        X = blocks.compute(scheduler="sync")
+        return X, None if label is None else csv_blocks.csv_labels(str(path), layout, len(X), "X")
+
+    rng = np.random.default_rng(2)
+    X = rng.random((60, 2))
+    rows = [f"{x!r},{y!r}" for x, y in X.tolist()]
+    words = ["True", "FALSE", "tRue", "false"]
+    with pytest.raises(TypeError, match=r"non-numeric value 'False' at row 1, column 1 of"):
+        read("True,0.1\nFalse,0.5\nTrue,0.9\nFalse,0.3\n")  # no header: the first row a header
+    block = [f"{words[i % 4]},{y!r}" for i, (_, y) in enumerate(X.tolist()[:30])]
+    with pytest.raises(TypeError, match=r"non-numeric value 'True' at row 1, column 1 of"):
+        read("a,b\n" + "\n".join(block + rows[30:]) + "\n")  # a column's first blocks all words
+    labelled = "a,b,flag\n" + "\n".join(f"{r},{words[i % 4]}" for i, r in enumerate(rows)) + "\n"
+    got, labels = read(labelled, "flag")
+    np.testing.assert_array_equal(np.asarray(got), X)
+    assert list(labels) == [words[i % 4] for i in range(60)]
+
+
 def test_a_byte_order_mark_inside_a_file_is_refused_by_both_readers(tmp_path, monkeypatch):
     """Regression: two CSV files joined with ``cat`` (each with a byte-order mark) were refused when read
     whole (``non-numeric value '\\ufeff5'``) but read block-wise when a block began at the second mark."""
