@@ -410,3 +410,34 @@ def test_evaluate_builds_the_published_tasks_of_the_shared_collection(shared_dat
         ["evaluate", "--datasets", str(shared_datasets), "--only", "dermatology", "--out", str(tmp_path)]
     )
     assert {t.spec.key for t in build_tasks(args)} == {"clustering/dermatology", "anomaly/dermatology"}
+
+
+def test_evaluate_resume_refuses_records_whose_values_are_wrong(tmp_path):
+    """Regression: ``--resume`` checked only that a record had its fields: a score edited to 5.0 went into
+    clustering.md and the averages ("5.00 (0.88)"), exit 0; a null score was a bare ``TypeError`` naming
+    no file.  Every record is now checked (scores finite numbers in their ranges, n a positive integer,
+    params a mapping, names texts) and refused naming the file, the line and the value; each published
+    record passes."""
+    from cdfts_dask.cli.evaluate import load_done
+
+    published = (ROOT / "docs" / "results" / "records.jsonl").read_text().splitlines()
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(published) + "\n")
+    assert len(load_done(path, [])[2]) == len(published) > 1000  # none refused
+    first = json.loads(published[0])
+    edits = {
+        "score 5.0 is not a number in [0, 1]": {"score": 5.0},
+        "score None is not a number in [0, 1]": {"score": None},
+        "score nan is not a number in [0, 1]": {"score": float("nan")},
+        "score True is not a number in [0, 1]": {"score": True},
+        "test_score -0.5 is not a number in [0, 1]": {"test_score": -0.5},
+        "ami '0.4' is not a number in [-1, 1]": {"ami": "0.4"},
+        "n 0 is not a positive integer": {"n": 0},
+        "params [] is not a mapping": {"params": []},
+        "algorithm 3 is not a text": {"algorithm": 3},
+    }
+    for said, edit in edits.items():
+        path.write_text("\n".join([published[0], json.dumps({**first, **edit}), published[2]]) + "\n")
+        said = re.escape(f"records.jsonl: line 2 is not a task record ({said})")
+        with pytest.raises(ValueError, match=said):
+            load_done(path, [])

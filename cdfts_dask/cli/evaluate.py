@@ -296,6 +296,9 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple
             raise ValueError(
                 f"{path}: line {i} is not a task record (needs {', '.join(need)}); cannot resume"
             )
+        wrong = _wrong_record_value(rec)
+        if wrong is not None:
+            raise ValueError(f"{path}: line {i} is not a task record ({wrong}); cannot resume")
         if _record_label(rec) in labels:
             by_label.setdefault(_record_label(rec), {})[rec["algorithm"]] = rec
         else:
@@ -309,6 +312,32 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple
             done.add(t.label)
             records.extend(have[a] for a in sorted(_expected_algorithms(t)))
     return records, done, others
+
+
+#: a record's scores (F-measure or AUC) and their ranges; ``ami`` (adjusted mutual information) may dip
+#: below 0 by chance
+_SCORE_RANGES = {
+    "score": (0.0, 1.0), "test_score": (0.0, 1.0), "score_tied_k": (0.0, 1.0), "ami": (-1.0, 1.0)
+}
+
+
+def _wrong_record_value(rec: dict) -> str | None:
+    """What is wrong with a record's values, or None: every score a finite number in its range
+    (:data:`_SCORE_RANGES`; those a task writes), ``n`` a positive integer, ``params`` a mapping,
+    ``task``, ``dataset``, ``transform`` and ``algorithm`` texts.  A kept record goes into the tables as
+    it is: an edited or damaged one must not."""
+    for key, (lo, hi) in _SCORE_RANGES.items():
+        if key not in rec:
+            continue
+        value = rec[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+            return f"{key} {value!r} is not a number in [{lo:g}, {hi:g}]"
+    if isinstance(rec["n"], bool) or not isinstance(rec["n"], int) or rec["n"] < 1:
+        return f"n {rec['n']!r} is not a positive integer"
+    if not isinstance(rec["params"], dict):
+        return f"params {rec['params']!r} is not a mapping"
+    texts = [k for k in ("task", "dataset", "transform", "algorithm") if not isinstance(rec[k], str)]
+    return None if not texts else f"{texts[0]} {rec[texts[0]]!r} is not a text"
 
 
 def _check_same_run(path: Path, task, rec: dict) -> None:
