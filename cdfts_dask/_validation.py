@@ -146,8 +146,9 @@ def check_max_iter(max_iter) -> int:
     return int(max_iter)
 
 
-def check_estimator(estimator: str, k, n: int) -> tuple[str, int | None]:
-    """Check the density estimator and its k (only for ``"knn"``: 1 <= k <= n - 1)."""
+def check_estimator(estimator: str, k, n: int | None) -> tuple[str, int | None]:
+    """Check the density estimator and its k (only for ``"knn"``: an integer, 1 <= k <= n - 1; n None:
+    not known yet, the range not checked)."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
     if estimator == "epsilon":
@@ -158,7 +159,7 @@ def check_estimator(estimator: str, k, n: int) -> tuple[str, int | None]:
         raise ValueError("k is required with estimator='knn' (1 <= k <= n - 1), got k=None")
     if not is_integer(k):
         raise TypeError(f"k must be an integer, got {k!r}")
-    if not (1 <= k <= n - 1):
+    if n is not None and not (1 <= k <= n - 1):
         raise ValueError(f"k must lie in [1, n - 1] = [1, {n - 1}], got k={k!r}")
     return estimator, int(k)
 

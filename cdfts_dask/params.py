@@ -15,8 +15,8 @@ DENSE_MAX_N = 2000
 @dataclass(frozen=True)
 class RunParams:
     """What to compute and where; every field is checked when the object is made (``ValueError`` /
-    ``TypeError`` naming the argument).  ``k`` against n and ``method="auto"`` are settled by
-    :meth:`for_points`, once n is known."""
+    ``TypeError`` naming the argument; ``k`` given with ``"knn"`` only, an integer).  Its range and
+    ``method="auto"`` are settled by :meth:`for_points`, once n is known."""
 
     lam: float = 0.1
     delta: float = 0.015
@@ -41,6 +41,8 @@ class RunParams:
             "dtype": v.check_choice(self.dtype, "dtype", v.DTYPES),
             "backend": v.check_choice(self.backend, "backend", tuple(DEVICES)),
         }
+        # k's pairing with the estimator before any input is read (1 <= k <= n - 1: for_points)
+        checked["estimator"], checked["k"] = v.check_estimator(checked["estimator"], self.k, None)
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 

@@ -273,12 +273,37 @@ def test_bad_parameter_api(case):
 
 @pytest.mark.parametrize("case", sorted(BAD_PARAMS))
 def test_bad_parameter_cli(tmp_path, capsys, case):
+    """The API's message, naming the option (``--max-iter must be >= 1``, not ``max_iter``)."""
+    from cdfts_dask.cli.transform import OPTION_OF
+
     _, flags, _, pattern = BAD_PARAMS[case]
     src, out = tmp_path / "in.npy", tmp_path / "out.npy"
     np.save(src, FIVE)
     code = cli_main(["transform", str(src), str(out), "--quiet", *flags])
-    assert_one_line_error(code, capsys.readouterr().err, pattern.replace("n_workers", "--workers"))
+    as_option = re.sub(r"^\w+", lambda name: OPTION_OF.get(name[0], name[0]), pattern)
+    assert_one_line_error(code, capsys.readouterr().err, as_option.replace("n_workers", "--workers"))
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--lam", "5"], "--lam must lie in the open interval (0, 1), got 5.0"),
+        (["--estimator", "knn"], "-k is required with estimator='knn'"),
+        (["--method", "dense", "--tile-size", "-3"], "--tile-size must be >= 1, got -3"),
+        (["--references", "1"], "--references must be an integer >= 2"),
+        (["--references", "5", "--random-state", "-5"], "--random-state must be None, an integer in"),
+    ],
+)
+def test_bad_run_options_are_refused_before_the_input_is_read(tmp_path, capsys, flags, message):
+    """Regression (a new-user audit, 2026-11-29): the command line read the whole input before it checked
+    the run's options (a 240 MB CSV: 2 s, then ``lam must lie ...``), and ``--tile-size -3`` beside
+    ``--method dense`` was dropped with the dense warning, never checked.  An input that does not exist
+    shows it: the option is named first."""
+    paths = [str(tmp_path / "missing.csv"), str(tmp_path / "out.csv")]
+    code = cli_main(["transform", *paths, "--quiet", *flags])
+    assert_one_line_error(code, capsys.readouterr().err, re.escape(f"cdfts transform: error: {message}"))
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("case", sorted(BAD_TYPES))

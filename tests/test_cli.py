@@ -117,9 +117,9 @@ def test_transform_npy_and_zarr_on_workers(tmp_path, suffix):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--label", "label", "--lam", "2"], "lam must lie in the open interval (0, 1), got 2.0"),
-        (["--no-label", "--estimator", "knn", "-k", "5000"], "k must lie in [1, n - 1] = [1, 1499]"),
-        (["--label", "-1", "--delta", "0"], "delta must be a positive finite number, got 0.0"),
+        (["--label", "label", "--lam", "2"], "--lam must lie in the open interval (0, 1), got 2.0"),
+        (["--no-label", "--estimator", "knn", "-k", "5000"], "-k must lie in [1, n - 1] = [1, 1499]"),
+        (["--label", "-1", "--delta", "0"], "--delta must be a positive finite number, got 0.0"),
         (["--label", "nolabel"], "label column 'nolabel' not found"),
     ],
 )

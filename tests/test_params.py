@@ -63,6 +63,9 @@ def test_every_entry_point_has_the_defaults_of_run_params():
         ({"n_workers": 2.5}, TypeError, "n_workers"),
         ({"dtype": "float16"}, ValueError, "dtype"),
         ({"backend": "numpy"}, ValueError, "backend"),
+        ({"estimator": "knn"}, ValueError, "k is required with estimator='knn'"),
+        ({"k": 3}, ValueError, "k is only used with estimator='knn'"),
+        ({"estimator": "knn", "k": 2.5}, TypeError, "k must be an integer"),
     ],
 )
 def test_every_field_is_checked_when_made(kwargs, error, pattern):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sys
 import time
 import warnings
@@ -12,8 +14,9 @@ from ..csv_input import LABEL_LIKE_NAMES, csv_layout, label_like_columns
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
-from ..params import DENSE_MAX_N
+from ..params import DENSE_MAX_N, RunParams
 from ..paths import check_run_paths
+from ..sampling import check_n_references, check_random_state
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
@@ -133,6 +136,36 @@ def large_csv_input(args):
     return features, labels, header
 
 
+#: the option of each ``cdf_ts`` argument that :func:`check_run_options` checks
+OPTION_OF = {"lam": "--lam", "delta": "--delta", "max_iter": "--max-iter", "k": "-k",
+             "tile_size": "--tile-size", "n_references": "--references", "random_state": "--random-state"}
+
+
+@contextlib.contextmanager
+def options_named():
+    """Errors of ``cdf_ts``'s argument checks as the command line's: a message that starts with an
+    argument of :data:`OPTION_OF` starts with its option instead (``--lam must lie in ...``)."""
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        said = re.sub(r"^\w+", lambda name: OPTION_OF.get(name[0], name[0]), str(exc))
+        if said == str(exc):
+            raise
+        raise type(exc)(said) from None
+
+
+def check_run_options(args) -> None:
+    """Refuse a bad run option before the input is read (a 240 MB CSV was read for 2 s before ``--lam 5``
+    was refused; ``--tile-size -3`` beside ``--method dense`` was not checked at all): the checks of
+    :class:`~cdfts_dask.params.RunParams` and of the sampled fit, naming the option.  k against n waits
+    for n (``cdf_ts``)."""
+    with options_named():
+        RunParams(args.lam, args.delta, args.max_iter, args.estimator, args.k, args.method, args.tile_size,
+                  args.workers, args.dtype, "cuda" if args.gpu else "cpu")  # fmt: skip
+        check_n_references(args.references)
+        check_random_state(args.random_state)
+
+
 def run(args) -> int:
     with verbosity(not args.quiet):
         return _run(args)
@@ -140,6 +173,7 @@ def run(args) -> int:
 
 def _run(args) -> int:
     check_cluster_arguments(args)
+    check_run_options(args)
     unused = [flag for flag, value in (("--scheduler", args.scheduler), ("--workers", args.workers),
                                        ("--tile-size", args.tile_size)) if value is not None]  # fmt: skip
     if args.method == "dense" and unused:
@@ -165,7 +199,7 @@ def _run(args) -> int:
         if args.label is None and not args.no_label:
             check_no_label_column(header)
     tic = time.perf_counter()
-    with dask_quiet():
+    with dask_quiet(), options_named():
         Y, info = cdf_ts(
             X,
             lam=args.lam,
