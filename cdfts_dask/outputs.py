@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import errno
 import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .paths import absolute, replaced_atomically
+from .paths import absolute, replaced_atomically, write_error_reason
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -80,23 +79,11 @@ def write_table(
                             cells = [repr(float(x)) for x in row]
                             writer.writerow(cells + ([labels[i]] if labels is not None else []))
             except OSError as exc:
-                reason = _write_error(exc, path.parent)  # now: the temporary still fills a full disk
+                reason = write_error_reason(exc, path.parent)  # now: the temporary still fills a full disk
                 raise
     except OSError as exc:
-        message = f"output: cannot write {str(path)!r}: {reason or _write_error(exc, path.parent)}"
+        message = f"output: cannot write {str(path)!r}: {reason or write_error_reason(exc, path.parent)}"
         raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None
-
-
-def _write_error(exc: OSError, directory: Path) -> str:
-    """A readable reason for a failed write; short writes on a full disk say so."""
-    reason = exc.strerror or str(exc)
-    try:
-        full = os.statvfs(directory).f_bavail == 0
-    except OSError:
-        full = False
-    if full and exc.errno != errno.ENOSPC:
-        reason += " (no space left on device)"
-    return reason
 
 
 def label_name(input_path, label) -> str:

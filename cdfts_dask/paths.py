@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -106,6 +107,33 @@ def replaced_atomically(path) -> Iterator[Path]:
     finally:
         if tmp.exists() or tmp.is_symlink():
             _remove(tmp)
+
+
+def write_error_reason(exc: OSError, directory: Path) -> str:
+    """A readable reason for a failed write; short writes on a full disk say so."""
+    reason = exc.strerror or str(exc)
+    try:
+        full = os.statvfs(directory).f_bavail == 0
+    except OSError:
+        full = False
+    if full and exc.errno != errno.ENOSPC:
+        reason += " (no space left on device)"
+    return reason
+
+
+@contextmanager
+def write_errors_named(what: str, path) -> Iterator[None]:
+    """An ``OSError`` of the block that carries an errno (a full disk, a read-only folder, ...) raised as
+    ``OSError(errno, "<what>: cannot write '<path>': <reason>")``, naming the path the user gave (the
+    writes go to a temporary sibling); errors without one (Dask's lost connections, timeouts) and
+    connection errors pass as they are."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None or isinstance(exc, ConnectionError):
+            raise
+        reason = write_error_reason(exc, Path(path).parent)
+        raise OSError(exc.errno, f"{what}: cannot write {str(path)!r}: {reason}") from None
 
 
 def _remove(entry: Path) -> None:

@@ -75,7 +75,7 @@ import numpy as np
 import zarr
 
 from ._validation import first_difference, shown_names
-from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically
+from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically, write_errors_named
 
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
 #: 3: the root's and every iteration's attributes carry the SHA-256 of the others (``attributes_digest``)
@@ -228,7 +228,7 @@ class Checkpoint:
         and the link stays.
         """
         path = real(path)
-        with replaced_atomically(path) as tmp:
+        with write_errors_named("checkpoint", path), replaced_atomically(path) as tmp:
             ckpt = cls(tmp)
             ckpt.update_root(
                 {
@@ -243,7 +243,7 @@ class Checkpoint:
                     "run": uuid.uuid4().hex,
                 }
             )
-            ckpt.write_iteration(0, X0, {}, {"lo": input_range[0], "hi": input_range[1]})
+            ckpt._write_iteration(0, X0, {}, {"lo": input_range[0], "hi": input_range[1]})
             _remove_empty_store(path)
         return cls(path)
 
@@ -400,7 +400,12 @@ class Checkpoint:
         return dict(self.group[iteration_key(t)].attrs)
 
     def write_iteration(self, t: int, X: np.ndarray, arrays: dict, attrs: dict) -> None:
-        """Write iteration t's arrays, then its attributes and digests, then mark it complete (atomically)."""
+        """Write iteration t's arrays, then its attributes and digests, then mark it complete (atomically).
+        A failed write (a full disk) names the store: ``checkpoint: cannot write '<store>': <reason>``."""
+        with write_errors_named("checkpoint", self.path):
+            self._write_iteration(t, X, arrays, attrs)
+
+    def _write_iteration(self, t: int, X: np.ndarray, arrays: dict, attrs: dict) -> None:
         grp = self.group.require_group(iteration_key(t))
         run = self.group.attrs.get("run")
         attrs = attrs if run is None else {**attrs, "iteration": t, "run": run}
@@ -530,10 +535,11 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """Write X as a Zarr array at ``path`` without ever leaving a half-written one.
 
     The array is written under a temporary sibling name and renamed into
-    place; an existing output is replaced only once the new one is complete.
+    place; an existing output is replaced only once the new one is complete.  A failed write (a full
+    disk) names the output: ``output: cannot write '<path>': <reason>``.
     """
 
-    with replaced_atomically(path) as tmp:
+    with write_errors_named("output", path), replaced_atomically(path) as tmp:
         arr = zarr.create_array(
             str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape), config=EVERY_CHUNK
         )

@@ -595,3 +595,47 @@ def test_a_resume_keeps_the_fits_column_names_and_refuses_other_ones(tmp_path, p
     np.savetxt(swapped, points[:5, ::-1], delimiter=",", header="weight,height", comments="")
     assert main(["apply", str(store), str(swapped), str(tmp_path / "o.csv"), "--quiet"]) == 2
     assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("failing", ["store", "iteration", "output"])
+def test_a_full_disk_names_the_checkpoint_or_the_output(tmp_path, capsys, monkeypatch, failing):
+    """Regression (a new-user audit, 2026-11-29): a full disk under ``--checkpoint`` or a ``.zarr`` output
+    was only ``cdfts transform: error: [Errno 28] No space left on device``, naming no path (a ``.csv``
+    output named its own).  The store's creation, an iteration's write and a Zarr output now name the
+    path the user gave (not the temporary written to), and nothing is left behind.  The disk fills
+    here by a write that raises ENOSPC: in the store's arrays (``store.write_array``: the store's
+    iteration 0, or iteration 2) or in the output's."""
+    import errno
+
+    from cdfts_dask import store
+    from cdfts_dask.cli import main as cli_main
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "in.npy", rng.random((60, 2)))
+    real_write, real_create = store.write_array, store.zarr.create_array
+    written = []
+
+    def write_array(group, name, values):
+        written.append(name)
+        if failing == "store" or (failing == "iteration" and written.count("X") == 3):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(group, name, values)
+
+    def create_array(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "write_array", write_array)
+    if failing == "output":
+        monkeypatch.setattr(store.zarr, "create_array", create_array)
+    ckpt, out = tmp_path / "run.zarr", tmp_path / "out.zarr"
+    args = ["transform", str(tmp_path / "in.npy"), str(out), "--method", "dense", "--checkpoint", str(ckpt)]
+    code = cli_main([*args, "--quiet", "--max-iter", "3", "--delta", "1e-12"])
+    monkeypatch.setattr(store.zarr, "create_array", real_create)
+    what, where = ("output", out) if failing == "output" else ("checkpoint", ckpt)
+    said = f"cdfts transform: error: [Errno 28] {what}: cannot write {str(where)!r}: No space left on device"
+    assert code == 2 and capsys.readouterr().err.strip().splitlines() == [said]
+    assert not out.exists()
+    kept = sorted(p.name for p in tmp_path.iterdir() if p.name != "run.zarr.lock")  # the lock file stays
+    assert kept == (["in.npy"] if failing == "store" else ["in.npy", "run.zarr"])
+    if failing != "store":
+        assert Checkpoint(ckpt).completed == (1 if failing == "iteration" else 3)
