@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import resource
 import time
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -202,6 +203,8 @@ def run(
     for n in sizes:
         X = data(n, d)
         kk = None if estimator == "epsilon" else min(k or 10, n - 1)
+        if kk is not None and kk != (k or 10):
+            warnings.warn(f"n = {n}: k = {k or 10} is more than n - 1; measured with k = {kk}", stacklevel=2)
         t_oracle = oracle_seconds(X, lam, estimator, kk) if n <= oracle_max else None
         for dtype in dtypes:
             one_worker = None

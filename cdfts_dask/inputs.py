@@ -104,7 +104,8 @@ def open_zarr_array(path, name: str = "input"):
     try:
         node = zarr.open(str(path), mode="r")
     except Exception as exc:
-        raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr: {exc}") from None
+        folder = "" if Path(path).suffix.lower() == ".zarr" else " (a folder is read as a Zarr array)"
+        raise ValueError(f"{name}: cannot open {str(path)!r} as Zarr{folder}: {exc}") from None
     if not isinstance(node, zarr.Array):
         raise ValueError(f"{name}: {str(path)!r} is a Zarr group, not an array")
     check_zarr_chunks(node, str(path), name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import pytest
 from conftest import ROOT, cli_env
@@ -103,6 +104,25 @@ def test_gpu_rows_are_not_compared_with_the_host_gemm(monkeypatch):
     rows, gemm = bench.run([40], d=3, workers=(1,), oracle_max=0, backend="cpu")
     assert bench.flops_per_pair(3) == 4 * 3 + 3  # the module docstring's count: 4 d + 3 flops per pair
     assert gemm == 1e9 and rows[0].x_gemm == pytest.approx(rows[0].pps * 15 / 1e9, rel=1e-12)
+
+
+def test_a_k_above_n_minus_1_is_said_and_measured_at_n_minus_1(monkeypatch):
+    """Regression (a new-user audit, 2026-11-29): ``cdfts bench --sizes 10 --estimator knn -k 50`` measured
+    k = 9 without a word (the table has no k column).  It is still measured at n - 1, with a warning."""
+    measured = []
+
+    def fake_iteration(X, workers, dtype, lam, estimator, k, repeat, tile_size, backend):
+        measured.append(k)
+        return 0.5, 0.2, 0.3, 1.0, 0.5, 100.0, 1.0
+
+    monkeypatch.setattr(bench, "engine_iteration", fake_iteration)
+    monkeypatch.setattr(bench, "gemm_flops", lambda: 1e9)
+    with pytest.warns(UserWarning, match=r"n = 10: k = 50 is more than n - 1; measured with k = 9"):
+        bench.run([10], d=3, workers=(1,), oracle_max=0, estimator="knn", k=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bench.run([60], d=3, workers=(1,), oracle_max=0, estimator="knn", k=50)
+    assert measured == [9, 50]
 
 
 class _ClusterAsked(Exception):

@@ -416,3 +416,21 @@ def test_a_semicolon_in_a_label_cell_of_a_comma_separated_file_is_no_separator(t
     assert capsys.readouterr().err.strip().endswith("(if 'species' is a label, not a feature: set it aside, "
                                                     "with --label=species on the command line)")  # fmt: skip
     assert main(["transform", str(src), str(tmp_path / "o.csv"), "--quiet", "--label=species"]) == 0
+
+
+def test_a_folder_input_and_a_file_as_plot_folder_say_what_they_are(tmp_path, capsys):
+    """Regression (a new-user audit, 2026-11-29): a folder named ``dir.csv`` given as the input was
+    "cannot open ... as Zarr: No group found ..." with no word of why a CSV name was read as Zarr; ``cdfts
+    plot --out FILE`` was ``[Errno 17] File exists: 'FILE'``."""
+    from cdfts_dask.cli import main
+
+    (tmp_path / "dir.csv").mkdir()
+    assert main(["transform", str(tmp_path / "dir.csv"), str(tmp_path / "o.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "dir.csv' as Zarr (a folder is read as a Zarr array): " in err[0], err
+    (tmp_path / "figures").write_text("not a folder")
+    assert main(["plot", str(DATA / "3L.csv"), "--out", str(tmp_path / "figures")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    said = f"--out {str(tmp_path / 'figures')!r} is a file: it names the folder the figures go to"
+    assert err == [f"cdfts plot: error: {said}"]
+    assert (tmp_path / "figures").read_text() == "not a folder"

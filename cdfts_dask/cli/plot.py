@@ -50,6 +50,8 @@ def run(args) -> int:
         idx = np.sort(np.random.default_rng(0).choice(len(y), size=args.max_n, replace=False))
         X, y = X[idx], y[idx]
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file: it names the folder the figures go to")
     out.mkdir(parents=True, exist_ok=True)
     name = args.name or Path(args.input).stem
     written = []
