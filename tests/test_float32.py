@@ -4,12 +4,14 @@ Contract (docs/BENCHMARKS.md): float32 kernels compute sq in float32 and
 re-check pairs in a guard band around the threshold in float64, so counts and
 k-NN radii equal the float64 oracle's on the float32-rounded points *exactly*;
 rho is float32 and A, B accumulate in float64, so one iteration is within
-1e-6 (max abs) of the oracle step on the rounded points, and a few iterations
-within 1e-5 of the float64 oracle run, duplicates and boundary ties included,
-as long as no two distinct points are closer than float32 resolution (those
-become duplicates when rounded; under k-NN a radius of 0 instead of ~1e-10
-changes rho without bound: a discontinuity of the algorithm, see
-docs/BENCHMARKS.md).
+1e-6 (max abs) of the oracle step on the rounded points, boundary ties included
+(exact membership), and a few iterations within 1e-5 of the float64 oracle run
+on the data below (duplicates included), as long as no two distinct points are
+closer than float32 resolution (those become duplicates when rounded; under k-NN
+a radius of 0 instead of ~1e-10 changes rho without bound: a discontinuity of
+the algorithm, see docs/BENCHMARKS.md) and no pair lies exactly on the
+neighbourhood's edge of the float64 run (rounding to float32 can move it across:
+README's ``dtype`` row).
 """
 
 from __future__ import annotations
