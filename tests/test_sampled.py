@@ -159,7 +159,7 @@ def test_cli_bad_random_state_is_one_line(tmp_path, capsys):
     code = main(["transform", str(DATA / "syn.csv"), str(tmp_path / "out.npy"), "--label", "label",
                  "--references", "100", "--random-state", "-1"])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "random_state must be None" in err[0] and "got -1" in err[0]
+    assert code == 2 and len(err) == 1 and "--random-state must be None" in err[0] and "got -1" in err[0]
     assert list(tmp_path.iterdir()) == []
 
 
