@@ -127,7 +127,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
       then ignored, with a warning), otherwise an embedded cluster started for
       this run: ``LocalCluster`` with ``n_workers`` single-threaded worker
       processes, or ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when ``gpu``; its scheduler,
-      workers and dashboard listen on 127.0.0.1 only, its worker processes ignore SIGINT (a Ctrl-C
+      workers and dashboard listen on 127.0.0.1 only, its worker processes block SIGINT (a Ctrl-C
       reaches this process, which closes them: no traceback per worker), and it drops log records
       below the Dask configuration value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR;
       the command line sets 50: its errors are one line of its own).
@@ -193,8 +193,9 @@ def local_cluster(n_workers: int | None, gpu: bool = False, security=None):
     """A new local cluster (not yet entered) that listens on 127.0.0.1 only, scheduler, workers, nannies
     and dashboard (any free port), with ``n_workers`` single-threaded worker processes
     (:func:`default_workers` when None), or ``dask_cuda.LocalCUDACluster`` when ``gpu`` (None: one worker
-    per visible GPU).  Its processes ignore SIGINT and it drops log records below the Dask configuration
-    value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR).  The embedded cluster of
+    per visible GPU).  Its processes block SIGINT (a Ctrl-C while it starts is kept for this process:
+    :func:`_sigint_held_from_children`) and it drops log records below the Dask configuration value
+    ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR).  The embedded cluster of
     :func:`dask_client` and the benchmarks' clusters."""
     import dask
 
@@ -204,16 +205,24 @@ def local_cluster(n_workers: int | None, gpu: bool = False, security=None):
         security=security,
         silence_logs=dask.config.get("cdfts.embedded-cluster.silence-logs", 40),
     )
-    with _sigint_ignored_by_children():  # Ctrl-C reaches this process, which closes the cluster
-        if gpu:
-            from dask_cuda import LocalCUDACluster
+    cluster = None
+    try:
+        with _sigint_held_from_children():  # Ctrl-C reaches this process, which closes the cluster
+            if gpu:
+                from dask_cuda import LocalCUDACluster
 
-            return LocalCUDACluster(n_workers=n_workers, **local)
-        from distributed import LocalCluster
+                cluster = LocalCUDACluster(n_workers=n_workers, **local)
+            else:
+                from distributed import LocalCluster
 
-        return LocalCluster(
-            n_workers=n_workers or default_workers(), threads_per_worker=1, processes=True, **local
-        )
+                cluster = LocalCluster(
+                    n_workers=n_workers or default_workers(), threads_per_worker=1, processes=True, **local
+                )
+    except KeyboardInterrupt:  # a Ctrl-C held during the start, delivered as the hold ends
+        if cluster is not None:
+            cluster.close()
+        raise
+    return cluster
 
 
 def _gpu_array_module() -> str:
@@ -241,17 +250,43 @@ def _warn_security_ignored(security, whose: str) -> None:
 
 
 @contextlib.contextmanager
-def _sigint_ignored_by_children():
-    """Ignore SIGINT while child processes are started (they inherit it, and Python keeps an ignored
-    SIGINT ignored); this process's own handler is restored afterwards.  Main thread only."""
+def _sigint_held_from_children():
+    """Start child processes (a cluster's) that never see SIGINT, and keep a Ctrl-C pressed meanwhile
+    for this process: ``KeyboardInterrupt`` (or the handler this process had) once the block ends.
+
+    SIGINT is blocked in this thread while the block runs: the threads started meanwhile (the cluster's
+    event loop, which spawns the workers, now and on a restart) inherit the block, and so do the
+    processes they spawn (a blocked signal stays blocked across ``exec``), so a Ctrl-C to the process
+    group reaches none of them and prints no traceback per worker.  A Ctrl-C meanwhile is recorded by a
+    handler of this process (run in this thread, whichever thread the kernel gave it to) and acted on
+    afterwards.  Python's resource tracker is started first: starting it lifts the block on SIGINT in
+    the thread that does (CPython's ``resource_tracker.ensure_running`` ends with ``SIG_UNBLOCK``, not
+    the mask it found), which the event loop would then pass to the workers.  Main thread only; where
+    signals cannot be blocked, SIGINT is ignored meanwhile instead (children keep an ignored SIGINT)."""
     import signal
     import threading
+    from multiprocessing import resource_tracker
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not hasattr(signal, "pthread_sigmask"):
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return
+    resource_tracker.ensure_running()
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a Ctrl-C still pending is recorded here
         signal.signal(signal.SIGINT, previous)
+    if pressed and callable(previous):
+        previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+    elif pressed and previous == signal.SIG_DFL:
+        raise KeyboardInterrupt

@@ -151,7 +151,7 @@ def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
 
 def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
     """``backend="cuda"`` without a client: dask-cuda's ``LocalCUDACluster`` gets the embedded cluster's
-    settings (local host, quiet logs) and its workers are started with SIGINT ignored, so Ctrl-C reaches
+    settings (local host, quiet logs) and its workers are started with SIGINT blocked, so Ctrl-C reaches
     only this process, which closes the cluster.  dask-cuda is replaced by a recorder here (no GPU)."""
     import signal
     import sys
@@ -160,7 +160,7 @@ def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
     seen: dict = {}
 
     def recording_cluster(**kwargs):
-        seen.update(kwargs, sigint=signal.getsignal(signal.SIGINT))
+        seen.update(kwargs, sigint_blocked=signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
         return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
 
     monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
@@ -173,6 +173,60 @@ def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
     finally:
         signal.signal(signal.SIGINT, inherited)
     assert out.shape == (40, 3)
-    assert seen["sigint"] == signal.SIG_IGN
+    assert seen["sigint_blocked"]  # the workers it starts inherit the block
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # lifted afterwards
     assert seen["n_workers"] is None and seen["host"] == "127.0.0.1" and seen["silence_logs"] == 40
     assert after is signal.default_int_handler  # this process's handler is back
+
+
+_CTRL_C_DURING_START = """
+import os, signal, sys
+import distributed
+from cdfts_dask import dask_client
+
+def sigint_blocked():
+    status = open("/proc/self/status").read()
+    return bool(int(status.split("SigBlk:")[1].split()[0], 16) & (1 << (signal.SIGINT - 1)))
+
+if __name__ == "__main__":
+    made = []
+    real = distributed.LocalCluster
+
+    def started_then_interrupted(*args, **kwargs):  # a Ctrl-C once the workers run, before the start ends
+        cluster = real(*args, **kwargs)
+        made.append(cluster)
+        with distributed.Client(cluster) as client:
+            print("workers block SIGINT:", set(client.run(sigint_blocked).values()), flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        return cluster
+
+    distributed.LocalCluster = started_then_interrupted
+    try:
+        dask_client.local_cluster(2)
+        print("no KeyboardInterrupt")
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt, cluster", made[0].status.name)
+    print("SIGINT blocked here:", sigint_blocked())
+"""
+
+
+def test_a_ctrl_c_while_the_embedded_cluster_starts_is_kept_and_its_workers_never_see_one(tmp_path):
+    """Regression (a new-user audit, 2026-11-29): SIGINT was ignored by this process while the embedded
+    cluster started (so that its workers inherited the ignore): a Ctrl-C in that second was lost and the
+    whole run went on to exit 0.  SIGINT is now blocked there instead, in this thread and so in the
+    event loop's thread that spawns the workers (which inherit the block), and a Ctrl-C meanwhile is kept
+    for this process: KeyboardInterrupt as the start ends, the cluster closed.  Python's resource tracker
+    would lift the block when first started (CPython ends it with SIG_UNBLOCK): started first."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, cli_env
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(_CTRL_C_DURING_START)
+    run = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert run.stdout.splitlines() == [
+        "workers block SIGINT: {True}", "KeyboardInterrupt, cluster closed", "SIGINT blocked here: False"
+    ], run.stdout + run.stderr
