@@ -42,6 +42,7 @@ from .csv_input import (
     LineScan,
     csv_error,
     lone_cr_error,
+    may_hold_boolean_words,
     ragged_error,
     scan_lines,
     strip_bom,
@@ -112,13 +113,19 @@ def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, scan: LineSc
     ``scan`` is the block's :func:`_scan`."""
     import pandas as pd
 
-    kwargs = layout.read_kwargs(text_features=scan.text_features)
-    if not first:
-        kwargs["header"] = None  # the header line is in the first block only
-        if block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as when read whole
-            raise csv_error(Path(path), layout, name)
+    if not first and block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as read whole
+        raise csv_error(Path(path), layout, name)
+
+    def parsed(text_features: bool) -> np.ndarray:
+        kwargs = layout.read_kwargs(text_features)
+        if not first:
+            kwargs["header"] = None  # the header line is in the first block only
+        return layout.split(pd.read_csv(io.BytesIO(block), **kwargs))[0]
+
     try:
-        X = layout.split(pd.read_csv(io.BytesIO(block), **kwargs))[0]
+        X = parsed(scan.leading_plus)
+        if scan.boolean_words and not scan.leading_plus and may_hold_boolean_words(X):
+            X = parsed(text_features=True)
         bad = bool(np.isnan(X).any())
     except (ValueError, TypeError):  # pandas' ParserError is a ValueError
         bad = True

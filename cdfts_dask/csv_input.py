@@ -144,7 +144,7 @@ class CsvLayout:
     def read_kwargs(self, text_features: bool = False) -> dict:
         """Keyword arguments for ``pandas.read_csv`` / ``dask.dataframe.read_csv`` of this file; with
         ``text_features`` the feature columns are read as text, for :meth:`split` to convert
-        (:func:`needs_text_features`)."""
+        (:func:`has_leading_plus`, :func:`may_hold_boolean_words`)."""
         import pandas as pd
 
         feature_dtype = str if text_features else np.float64
@@ -194,12 +194,12 @@ def has_leading_plus(text: bytes) -> bool:
 
 
 def has_boolean_word(text: bytes) -> bool:
-    """Whether CSV text holds ``true`` or ``false`` in any case.  pandas' C parser reads a float column
+    """Whether CSV text holds ``true`` or ``false`` in any case: pandas' C parser reads a float column
     whose cells are all such words (``True``, ``FALSE``, ``tRue``, ...) as 1.0 and 0.0 (pandas 3.1), where
-    the header rule and every other reader take them as text; the features of such text are read as text,
-    so the words are refused as non-numeric.  Checked only when the text holds a ``u`` or an ``l`` (no
-    number's text does), on what is left once digits, signs, points, commas and white space are deleted
-    (a word's letters stay together), lower-cased: about 1 ms per MiB."""
+    the header rule and every other reader take them as text (:func:`may_hold_boolean_words`).  Checked
+    only when the text holds a ``u`` or an ``l`` (no number's text does), on what is left once digits,
+    signs, points, commas and white space are deleted (a word's letters stay together), lower-cased:
+    about 1 ms per MiB."""
     if not any(c in text for c in (b"u", b"U", b"l", b"L")):
         return False
     letters = text.translate(None, _NUMBER_BYTES).lower()
@@ -210,11 +210,12 @@ def has_boolean_word(text: bytes) -> bool:
 _NUMBER_BYTES = b"0123456789+-.,; \t\r\n"
 
 
-def needs_text_features(text: bytes) -> bool:
-    """Whether the feature columns of CSV text are read as text and converted by :func:`exact_floats`
-    rather than by pandas' float parser: a field that starts with ``+`` (:func:`has_leading_plus`) or a
-    boolean word (:func:`has_boolean_word`)."""
-    return has_leading_plus(text) or has_boolean_word(text)
+def may_hold_boolean_words(X: np.ndarray) -> bool:
+    """Whether pandas' float parser may have read ``true`` / ``false`` words as numbers in the feature
+    columns X: a column of nothing but 0.0 and 1.0.  Text with such a column and a boolean word
+    (:func:`has_boolean_word`; a label ``True`` alone does not count) is parsed again with its features
+    as text (:func:`exact_floats`), where a word is a non-numeric value, named as any other."""
+    return X.shape[0] > 0 and bool(((X == 0) | (X == 1)).all(axis=0).any())
 
 
 def exact_floats(cells: np.ndarray) -> np.ndarray:
@@ -448,8 +449,10 @@ class LineScan(NamedTuple):
     ragged: tuple[int, int] | None
     #: 0-based line of the first blank line ended by a lone ``\\r`` (in a file with ``\\n`` line breaks)
     lone_cr_blank: int | None = None
-    #: whether the feature columns are read as text (:func:`needs_text_features`)
-    text_features: bool = False
+    #: whether a field starts with ``+`` (:func:`has_leading_plus`: the features are read as text)
+    leading_plus: bool = False
+    #: whether the text holds ``true`` or ``false`` (:func:`has_boolean_word`)
+    boolean_words: bool = False
 
 
 def strip_bom(text: bytes) -> bytes:
@@ -528,7 +531,7 @@ def scan_lines(text: bytes, ncols: int, newline_file: bool = True) -> LineScan:
     else:
         ragged = _ragged_plain(lines, ncols)
     blank = lone_cr_blank_line(plain) if newline_file else None
-    return LineScan(len(lines), rows, ragged, blank, needs_text_features(text))
+    return LineScan(len(lines), rows, ragged, blank, has_leading_plus(text), has_boolean_word(text))
 
 
 #: a blank line (spaces and tabs only) that ends in a lone carriage return
@@ -574,9 +577,10 @@ def _scan_file(path: Path, ncols: int, newline_file: bool) -> LineScan:
     """:func:`scan_lines` of a whole file in one pass, in pieces of 16 MiB (``lines`` and ``rows`` not
     counted: 0), with 1-based file lines; a file with a quoted line break (or a quote inside a field)
     has its field counts read again with the ``csv`` module as one stream."""
-    line0, ragged, blank, as_text, quoted = 0, None, None, False, False
+    line0, ragged, blank, plus, words, quoted = 0, None, None, False, False, False
     for piece in _pieces(path):
-        as_text = as_text or needs_text_features(piece)
+        plus = plus or has_leading_plus(piece)
+        words = words or has_boolean_word(piece)
         text = _unquoted(piece)
         lines = text.splitlines()
         if newline_file and blank is None:
@@ -591,13 +595,13 @@ def _scan_file(path: Path, ncols: int, newline_file: bool) -> LineScan:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
             found = _ragged_quoted(fh, ncols)
         ragged = None if found is None else (found[0] + 1, found[1])
-    return LineScan(0, 0, ragged, blank, as_text)
+    return LineScan(0, 0, ragged, blank, plus, words)
 
 
-def check_fields(path, layout: CsvLayout, name: str) -> bool:
+def check_fields(path, layout: CsvLayout, name: str) -> LineScan:
     """Refuse a file with a non-blank line of more or fewer fields than its first row, or a blank line
-    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line); return whether its feature
-    columns are read as text (:func:`needs_text_features`)."""
+    ended by a lone ``\\r`` in a file that also has ``\\n`` (naming the line); return the file's scan
+    (:func:`_scan_file`: whether a field starts with ``+``, whether it holds a boolean word)."""
     try:
         scan = _scan_file(Path(path), layout.ncols, layout.lineterminator is None)
     except OSError as exc:
@@ -607,7 +611,7 @@ def check_fields(path, layout: CsvLayout, name: str) -> bool:
         raise lone_cr_error(name, path, blank)
     if found is not None:
         raise ragged_error(name, path, found[0], found[1], layout.ncols)
-    return scan.text_features
+    return scan
 
 
 def first_bad_cell(path, layout: CsvLayout, chunk_rows: int = 1 << 16) -> tuple[int, int, str] | None:
@@ -640,10 +644,11 @@ def read_csv_table(path, label_column=None, name: str = "input"):
 
     path = Path(path)
     layout = csv_layout(path, label_column, name)
-    text_features = check_fields(path, layout, name)
+    scan = check_fields(path, layout, name)
     try:
-        frame = pd.read_csv(path, **layout.read_kwargs(text_features))
-        X, labels = layout.split(frame)
+        X, labels = layout.split(pd.read_csv(path, **layout.read_kwargs(scan.leading_plus)))
+        if scan.boolean_words and not scan.leading_plus and may_hold_boolean_words(X):
+            X, labels = layout.split(pd.read_csv(path, **layout.read_kwargs(text_features=True)))
         failed = bool(np.isnan(X).any())
     except (ValueError, TypeError) as exc:
         if "could not convert" not in str(exc) and "cannot safely convert" not in str(exc):

@@ -449,8 +449,8 @@ def test_boolean_words_are_refused_as_text_by_both_readers(tmp_path, monkeypatch
     began ``True,...`` lost that row as a header and transformed the others with True = 1, exit 0; the
     block-wise reader read a block of such cells that the eager reader refused.  Both now refuse the
     word, naming its row and column; numbers in a file that also holds the words elsewhere (a label)
-    read exactly."""
-    from cdfts_dask import csv_blocks
+    read exactly, through pandas' float parser unless a feature column is all 0s and 1s."""
+    from cdfts_dask import csv_blocks, csv_input
     from cdfts_dask.csv_input import csv_layout
     from cdfts_dask.inputs import read_table
 
@@ -476,10 +476,16 @@ def test_boolean_words_are_refused_as_text_by_both_readers(tmp_path, monkeypatch
     block = [f"{words[i % 4]},{y!r}" for i, (_, y) in enumerate(X.tolist()[:30])]
     with pytest.raises(TypeError, match=r"non-numeric value 'True' at row 1, column 1 of"):
         read("a,b\n" + "\n".join(block + rows[30:]) + "\n")  # a column's first blocks all words
+    onehot = (X[:, 0] > 0.5).astype(int)  # a feature of 0s and 1s beside the words: parsed again as text
+    lines = [f"{r},{onehot[i]},{words[i % 4]}" for i, r in enumerate(rows)]
+    got, labels = read("a,b,c,flag\n" + "\n".join(lines) + "\n", "flag")
+    np.testing.assert_array_equal(np.asarray(got), np.column_stack([X, onehot]))
+    assert list(labels) == [words[i % 4] for i in range(60)]
+    # words in a label beside features that are not all 0 and 1: pandas' float parser, never the text path
+    monkeypatch.setattr(csv_input, "exact_floats", None)
     labelled = "a,b,flag\n" + "\n".join(f"{r},{words[i % 4]}" for i, r in enumerate(rows)) + "\n"
     got, labels = read(labelled, "flag")
     np.testing.assert_array_equal(np.asarray(got), X)
-    assert list(labels) == [words[i % 4] for i in range(60)]
 
 
 def test_a_byte_order_mark_inside_a_file_is_refused_by_both_readers(tmp_path, monkeypatch):
