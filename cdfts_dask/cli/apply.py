@@ -39,7 +39,9 @@ def register(sub) -> None:
     p.add_argument("--gpu", action="store_true",
                    help="replay on the GPUs (CuPy + numba-cuda; the embedded cluster is a dask-cuda "
                    "LocalCUDACluster, one worker per GPU)")
-    p.add_argument("--quiet", action="store_true", help="no messages on stderr (else: a summary line)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no status messages on stderr (else: a summary line); warnings and errors are "
+                   "still printed")
     p.set_defaults(func=run)
 
 

@@ -86,8 +86,8 @@ def register(sub) -> None:
     p.add_argument(
         "--quiet",
         action="store_true",
-        help="no messages on stderr (else: a start line, a progress bar on a terminal, one line per "
-        "iteration)",
+        help="no progress or status messages on stderr (else: a start line, a progress bar on a terminal, "
+        "one line per iteration); warnings and errors are still printed",
     )
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                    help="working precision of the tiled engine (float32: exact neighbourhoods, "
