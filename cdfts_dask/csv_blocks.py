@@ -42,7 +42,7 @@ from .csv_input import (
     LineScan,
     csv_error,
     lone_cr_error,
-    may_hold_boolean_words,
+    parsed_exactly,
     ragged_error,
     scan_lines,
     strip_bom,
@@ -116,16 +116,14 @@ def _parse(block: bytes, path: str, layout: CsvLayout, first: bool, scan: LineSc
     if not first and block.startswith(codecs.BOM_UTF8):  # pandas would skip it: text in a cell, as read whole
         raise csv_error(Path(path), layout, name)
 
-    def parsed(text_features: bool) -> np.ndarray:
+    def parse(text_features: bool):
         kwargs = layout.read_kwargs(text_features)
         if not first:
             kwargs["header"] = None  # the header line is in the first block only
-        return layout.split(pd.read_csv(io.BytesIO(block), **kwargs))[0]
+        return layout.split(pd.read_csv(io.BytesIO(block), **kwargs))
 
     try:
-        X = parsed(scan.leading_plus)
-        if scan.boolean_words and not scan.leading_plus and may_hold_boolean_words(X):
-            X = parsed(text_features=True)
+        X = parsed_exactly(parse, scan)[0]
         bad = bool(np.isnan(X).any())
     except (ValueError, TypeError):  # pandas' ParserError is a ValueError
         bad = True

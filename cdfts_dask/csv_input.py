@@ -212,10 +212,21 @@ _NUMBER_BYTES = b"0123456789+-.,; \t\r\n"
 
 def may_hold_boolean_words(X: np.ndarray) -> bool:
     """Whether pandas' float parser may have read ``true`` / ``false`` words as numbers in the feature
-    columns X: a column of nothing but 0.0 and 1.0.  Text with such a column and a boolean word
-    (:func:`has_boolean_word`; a label ``True`` alone does not count) is parsed again with its features
-    as text (:func:`exact_floats`), where a word is a non-numeric value, named as any other."""
+    columns X: a column of nothing but 0.0 and 1.0."""
     return X.shape[0] > 0 and bool(((X == 0) | (X == 1)).all(axis=0).any())
+
+
+def parsed_exactly(parse, scan: LineScan):
+    """``parse(text_features)`` (``(X, labels)`` of CSV text, by :meth:`CsvLayout.read_kwargs`) as every
+    reader parses: features as text where a field starts with ``+`` (:func:`has_leading_plus`); else by
+    pandas' float parser, and parsed again with features as text when the text holds a boolean word
+    (:func:`has_boolean_word`; a label ``True`` alone costs nothing) and a feature column came out all 0s
+    and 1s (:func:`may_hold_boolean_words`): there a word is a non-numeric value (:func:`exact_floats`),
+    named as any other."""
+    out = parse(scan.leading_plus)
+    if scan.boolean_words and not scan.leading_plus and may_hold_boolean_words(out[0]):
+        out = parse(True)
+    return out
 
 
 def exact_floats(cells: np.ndarray) -> np.ndarray:
@@ -646,9 +657,10 @@ def read_csv_table(path, label_column=None, name: str = "input"):
     layout = csv_layout(path, label_column, name)
     scan = check_fields(path, layout, name)
     try:
-        X, labels = layout.split(pd.read_csv(path, **layout.read_kwargs(scan.leading_plus)))
-        if scan.boolean_words and not scan.leading_plus and may_hold_boolean_words(X):
-            X, labels = layout.split(pd.read_csv(path, **layout.read_kwargs(text_features=True)))
+        def parse(text_features: bool):
+            return layout.split(pd.read_csv(path, **layout.read_kwargs(text_features)))
+
+        X, labels = parsed_exactly(parse, scan)
         failed = bool(np.isnan(X).any())
     except (ValueError, TypeError) as exc:
         if "could not convert" not in str(exc) and "cannot safely convert" not in str(exc):

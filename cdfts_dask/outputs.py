@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import absolute, replaced_atomically, write_error_reason
+from .paths import absolute, replaced_atomically
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -63,27 +63,18 @@ def write_table(
     if fmt == ".zarr":
         write_output_zarr(path, X, attrs)
         return
-    reason = None
-    try:
-        with replaced_atomically(path) as tmp:
-            try:
-                if fmt == ".npy":
-                    with open(tmp, "wb") as fh:
-                        np.save(fh, X)
-                else:
-                    with open(tmp, "w", newline="", encoding="utf-8") as fh:  # as every input is read
-                        writer = csv.writer(fh)
-                        names = header or [f"x{j}" for j in range(X.shape[1])]
-                        writer.writerow(names + ([label_name] if labels is not None else []))
-                        for i, row in enumerate(X):
-                            cells = [repr(float(x)) for x in row]
-                            writer.writerow(cells + ([labels[i]] if labels is not None else []))
-            except OSError as exc:
-                reason = write_error_reason(exc, path.parent)  # now: the temporary still fills a full disk
-                raise
-    except OSError as exc:
-        message = f"output: cannot write {str(path)!r}: {reason or write_error_reason(exc, path.parent)}"
-        raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None
+    with replaced_atomically(path, "output") as tmp:  # a failed write names the output
+        if fmt == ".npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, X)
+        else:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:  # as every input is read
+                writer = csv.writer(fh)
+                names = header or [f"x{j}" for j in range(X.shape[1])]
+                writer.writerow(names + ([label_name] if labels is not None else []))
+                for i, row in enumerate(X):
+                    cells = [repr(float(x)) for x in row]
+                    writer.writerow(cells + ([labels[i]] if labels is not None else []))
 
 
 def label_name(input_path, label) -> str:

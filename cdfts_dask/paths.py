@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -86,24 +87,27 @@ def remove_stale_temporaries(path) -> list[str]:
 
 
 @contextmanager
-def replaced_atomically(path) -> Iterator[Path]:
+def replaced_atomically(path, what: str | None = None) -> Iterator[Path]:
     """Yield a :func:`temporary_sibling` of ``path`` to write a file or a folder (a Zarr store) into; when
     the block ends without an error it is renamed onto ``path`` and the temporaries of killed writers are
     removed; on an error it is removed and ``path`` is left as it was.  A file replaces a file in one
     rename (a reader sees the old file or the whole new one); a folder replacing anything is renamed in
-    after the old one is moved aside, which is removed last."""
+    after the old one is moved aside, which is removed last.  With ``what`` (``"output"``,
+    ``"checkpoint"``) a failed write names ``path`` (:func:`write_errors_named`), its reason taken while
+    the temporary still fills a full disk."""
     path = Path(path)
     tmp = temporary_sibling(path)
     try:
-        yield tmp
-        if tmp.is_dir() and (path.exists() or path.is_symlink()):
-            old = temporary_sibling(path)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            _remove(old)
-        else:
-            os.replace(tmp, path)
-        remove_stale_temporaries(path)
+        with write_errors_named(what, path) if what else contextlib.nullcontext():
+            yield tmp
+            if tmp.is_dir() and (path.exists() or path.is_symlink()):
+                old = temporary_sibling(path)
+                os.replace(path, old)
+                os.replace(tmp, path)
+                _remove(old)
+            else:
+                os.replace(tmp, path)
+            remove_stale_temporaries(path)
     finally:
         if tmp.exists() or tmp.is_symlink():
             _remove(tmp)
@@ -123,17 +127,17 @@ def write_error_reason(exc: OSError, directory: Path) -> str:
 
 @contextmanager
 def write_errors_named(what: str, path) -> Iterator[None]:
-    """An ``OSError`` of the block that carries an errno (a full disk, a read-only folder, ...) raised as
-    ``OSError(errno, "<what>: cannot write '<path>': <reason>")``, naming the path the user gave (the
-    writes go to a temporary sibling); errors without one (Dask's lost connections, timeouts) and
-    connection errors pass as they are."""
+    """An ``OSError`` of the block raised as ``OSError(errno, "<what>: cannot write '<path>': <reason>")``
+    (:func:`write_error_reason`; no errno where it had none, as NumPy's short write on a full disk),
+    naming the path the user gave (the writes go to a temporary sibling); connection errors and
+    timeouts pass as they are."""
     try:
         yield
     except OSError as exc:
-        if exc.errno is None or isinstance(exc, ConnectionError):
+        if isinstance(exc, (ConnectionError, TimeoutError)):
             raise
-        reason = write_error_reason(exc, Path(path).parent)
-        raise OSError(exc.errno, f"{what}: cannot write {str(path)!r}: {reason}") from None
+        message = f"{what}: cannot write {str(path)!r}: {write_error_reason(exc, Path(path).parent)}"
+        raise (OSError(exc.errno, message) if exc.errno else OSError(message)) from None
 
 
 def _remove(entry: Path) -> None:

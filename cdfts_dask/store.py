@@ -228,7 +228,7 @@ class Checkpoint:
         and the link stays.
         """
         path = real(path)
-        with write_errors_named("checkpoint", path), replaced_atomically(path) as tmp:
+        with replaced_atomically(path, "checkpoint") as tmp:
             ckpt = cls(tmp)
             ckpt.update_root(
                 {
@@ -539,7 +539,7 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     disk) names the output: ``output: cannot write '<path>': <reason>``.
     """
 
-    with write_errors_named("output", path), replaced_atomically(path) as tmp:
+    with replaced_atomically(path, "output") as tmp:
         arr = zarr.create_array(
             str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape), config=EVERY_CHUNK
         )
