@@ -1,8 +1,10 @@
 """The project's metadata agrees with itself: one Python floor in pyproject, ruff, README and CI; the GPU
-figures script cannot pass for a GPU run where the GPU was not used; the random-configurations check runs."""
+figures script cannot pass for a GPU run where the GPU was not used; the random-configurations check runs;
+the package has no import cycle and no function that it never uses."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -223,3 +225,85 @@ def test_random_configurations_check_runs_and_finds_nothing():
     last = res.stdout.splitlines()[-1]
     summary = re.fullmatch(r"cuda-sim: (\d+) cases, 0 mismatches or errors; .*", last)
     assert summary and int(summary[1]) >= 1, res.stdout
+
+
+def _package_modules() -> dict[str, object]:
+    """Every module of the package by dotted name (a package by its own name), parsed."""
+    modules = {}
+    for path in sorted((ROOT / "cdfts_dask").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = (path, ast.parse(path.read_text(), str(path)))
+    return modules
+
+
+def _imported_modules(name: str, path, tree, modules) -> set[str]:
+    """The package's modules that ``name`` imports anywhere (top level or inside a function): ``from P
+    import m`` is an edge to the module P.m when there is one, else to P."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = ".".join(base[: len(base) - node.level + 1]) if node.level else ""
+            source = ".".join(p for p in (base, node.module or "") if p)
+            for alias in node.names:
+                found.add(f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source)
+    return {m for m in found if m in modules and m != name}
+
+
+def test_the_package_has_no_import_cycle():
+    """No module of the package reaches itself through imports, whether made at import time or inside a
+    function (issue 9's target: the engine and the fused engine once imported each other)."""
+    modules = _package_modules()
+    edges = {name: _imported_modules(name, path, tree, modules) for name, (path, tree) in modules.items()}
+    state: dict[str, str] = {}
+
+    def cycle_from(name: str, trail: list[str]) -> list[str] | None:
+        state[name] = "open"
+        for dep in sorted(edges[name]):
+            if state.get(dep) == "open":
+                return [*trail[trail.index(dep):], dep] if dep in trail else [name, dep]
+            if dep not in state and (found := cycle_from(dep, [*trail, dep])):
+                return found
+        state[name] = "done"
+        return None
+
+    assert len(modules) > 30 and edges["cdfts_dask.engine.graph"] >= {"cdfts_dask.engine.plan"}
+    for name in modules:
+        if name not in state:
+            assert (cycle := cycle_from(name, [name])) is None, " -> ".join(cycle)
+
+
+def test_every_function_and_class_of_the_package_is_used_by_the_package_or_documented():
+    """Each function, class and method of the package is referenced by name somewhere in the package
+    outside its own definition (a call, an attribute, an import, or a string, as Dask task names and
+    ``getattr`` look-ups are), or is shown in README as part of the API (``name(``): no function that only
+    tests call (issue 9's target). Dunder methods are Python's protocol and skipped."""
+    modules = _package_modules()
+    readme = (ROOT / "README.md").read_text()
+    uses: dict[str, int] = {}
+    defined = []
+    for path, tree in modules.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                uses[node.id] = uses.get(node.id, 0) + 1
+            elif isinstance(node, ast.Attribute):
+                uses[node.attr] = uses.get(node.attr, 0) + 1
+            elif isinstance(node, ast.alias):
+                uses[node.name.rpartition(".")[2]] = uses.get(node.name.rpartition(".")[2], 0) + 1
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                uses[node.value] = uses.get(node.value, 0) + 1
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined.append((path, node.name))
+            if isinstance(node, ast.ClassDef):
+                defined += [(path, f"{node.name}.{m.name}") for m in node.body
+                            if isinstance(m, ast.FunctionDef) and not m.name.startswith("__")]  # fmt: skip
+    hooks = {"__getattr__", "__dir__"}  # PEP 562: the package's lazy public names
+    unused = [f"{path.relative_to(ROOT)}: {name}" for path, name in defined
+              if name not in hooks and not uses.get(name.rpartition(".")[2])
+              and f".{name.rpartition('.')[2]}(" not in readme]  # fmt: skip
+    assert len(defined) > 300 and not unused, unused
