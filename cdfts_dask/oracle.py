@@ -58,8 +58,10 @@ class Neighbourhood:
 
     @property
     def r(self) -> np.ndarray:
-        """The DScale rate ``r(z) = q(z) / lam(z)`` (inf where lam(z) = 0)."""
-        with np.errstate(divide="ignore"):
+        """The DScale rate ``r(z) = q(z) / lam(z)`` (inf where lam(z) = 0, or where a subnormal lam(z)
+        makes it overflow: the engine's shift plan takes such a reference's pairs in float64, ``q / lam``
+        inside, the same inf)."""
+        with np.errstate(divide="ignore", over="ignore"):
             return self.q / self.radius
 
 

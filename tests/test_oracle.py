@@ -187,3 +187,20 @@ def test_duplicates_stay_bit_identical():
     res = cdf_ts_dense(X, lam=0.05, delta=1e-12, max_iter=4, estimator="knn", k=1, keep_steps=True)
     for step in res.steps:
         assert np.all(step.X[5:] == step.X[5]) and np.all(step.radius[5:] == 0)
+
+
+def test_a_subnormal_lambda_runs_without_a_numpy_warning_and_the_engine_agrees(client):
+    """lam = 1e-310 makes r = q / lam overflow float64 (inf, as the engine's float64 path computes it):
+    the oracle says nothing (it printed NumPy's ``overflow encountered in divide``), every pair lies
+    outside the radius and the tiled engine gives the same points, two of them a subnormal step apart."""
+    import warnings
+
+    from conftest import assert_tiled_equals_oracle
+
+    X = np.random.default_rng(5).random((60, 2))
+    X[1] = X[0] + [1e-309, 0.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Y = cdf_ts(X, lam=1e-310, max_iter=2, method="dense")
+    assert np.isfinite(Y).all()
+    assert_tiled_equals_oracle(X, client, tile_size=16, lam=1e-310, max_iter=2)
