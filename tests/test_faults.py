@@ -21,7 +21,7 @@ from conftest import cli_env
 from faultkit import SYN, dask_processes, kill_group, run_cli, spawn_cli, wait_for_line
 
 import cdfts_dask
-from cdfts_dask import store
+from cdfts_dask import paths, store
 from cdfts_dask.cli import main as cli_main
 
 
@@ -510,7 +510,7 @@ def test_symlinked_store_path_finds_the_same_lock(tmp_path, syn_X):
 _RACER = """
 import os, sys, time
 from pathlib import Path
-from cdfts_dask import store
+from cdfts_dask import paths, store
 base, rounds = Path(sys.argv[1]), int(sys.argv[2])
 (base / f"ready-{os.getpid()}").touch()
 for r in range(rounds):
@@ -697,6 +697,32 @@ def test_relative_paths_are_made_absolute_on_the_client(tmp_path):
     assert store.Checkpoint(client_dir / "rel.zarr").completed == 2
     expected = cdfts_dask.cdf_ts(X, max_iter=2, delta=1e-12, method="dense")
     np.testing.assert_allclose(zarr.open_array(str(client_dir / "rel_o.zarr"))[...], expected, atol=1e-9)
+
+
+def test_a_path_through_a_linked_folder_and_dotdot_names_what_the_os_opens(tmp_path, client, monkeypatch):
+    """Regression (found by a storage audit, 2026-11-29): paths were made absolute by ``os.path.abspath``,
+    which drops ``lnk/..`` as text, where the OS follows the link first.  ``lnk/../data.zarr`` (``lnk`` ->
+    ``deep/inner``) is ``deep/data.zarr`` to the OS and to the dense run, but the tiled run read
+    ``./data.zarr`` (another array: 0.97 off, exit 0), and ``cdfts transform data.zarr lnk/../data.zarr``
+    wrote its output over the input ``./data.zarr`` (the clash check saw ``deep/data.zarr``)."""
+    (tmp_path / "deep" / "inner").mkdir(parents=True)
+    (tmp_path / "lnk").symlink_to(tmp_path / "deep" / "inner", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(7)
+    A, B = rng.random((200, 2)), rng.random((200, 2))
+    for path, values in (("deep/data.zarr", A), ("data.zarr", B)):
+        zarr.create_array(path, shape=values.shape, chunks=(50, 2), dtype="f8")[...] = values
+    assert paths.absolute("lnk/../data.zarr") == str(tmp_path / "deep" / "data.zarr")
+    assert paths.absolute("lnk") == str(tmp_path / "lnk")  # its own name kept: a link stays a link
+    expected = cdfts_dask.cdf_ts(A, max_iter=2, delta=1e-12, method="dense")
+    tiled = {"method": "tiled", "client": client, "tile_size": 64}
+    for how in ({"method": "dense"}, tiled):
+        Y = cdfts_dask.cdf_ts("lnk/../data.zarr", max_iter=2, delta=1e-12, **how)
+        np.testing.assert_allclose(np.asarray(Y), expected, rtol=0, atol=1e-9)
+    assert cli_main(["transform", "data.zarr", "lnk/../data.zarr", "--method", "dense", "--quiet"]) == 0
+    assert np.array_equal(zarr.open_array("data.zarr")[...], B)  # the input is untouched
+    np.testing.assert_allclose(zarr.open_array("deep/data.zarr")[...],
+                               cdfts_dask.cdf_ts(B, method="dense"), rtol=0, atol=1e-12)  # fmt: skip
 
 
 # -- outputs: leftovers, symlinks, the .npy writer (issue 10, item 12) -----------------------------------
