@@ -266,7 +266,8 @@ def check_output_path(output) -> None:
 def input_files(X) -> list[str]:
     """The local files and folders that the input X is read from: X itself when it is a path; for an
     array, the folder of a Zarr array on a local store, the file of a ``numpy.memmap`` (or of the memmap
-    a NumPy array views), and every one of those that a dask array's graph holds (``da.from_zarr``).
+    a NumPy array views), and every one of those that a dask array's graph holds (``da.from_zarr``), with
+    the local files of the fsspec ``OpenFile`` objects it holds (``dd.read_csv(p).to_dask_array()``).
     Arrays in memory or on remote stores read no local file: ``[]``.  So does ``da.from_array`` of a
     memmap: dask (2026.8) puts a copy in memory into the graph, which is what the run reads (writing
     the output over that file loses nothing the run needs, as with ``np.load(p)`` in memory).  A file
@@ -294,23 +295,32 @@ def input_files(X) -> list[str]:
     return list(found)
 
 
+def _is_local(fs) -> bool:
+    """Whether an fsspec file system (or an async one's sync wrapper) is the local one."""
+    protocol = getattr(getattr(fs, "sync_fs", fs), "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    return "file" in protocols or "local" in protocols
+
+
 def _file_behind(array) -> str | None:
-    """The local file or folder an array object reads (see :func:`input_files`), else None."""
+    """The local file or folder an object of a graph reads (see :func:`input_files`), else None: a
+    memmap's file, a Zarr array's folder, or an fsspec ``OpenFile``'s path (``dd.read_csv`` puts one
+    in each of its tasks, so ``dd.read_csv(p).to_dask_array()`` reads p)."""
     import numpy as np
 
     while isinstance(array, np.ndarray) and not isinstance(array, np.memmap) and array.base is not None:
         array = array.base  # a view of a memmap (np.asarray, a slice) reads its file too
     if isinstance(array, np.memmap):
         return None if array.filename is None else os.fspath(array.filename)
+    if type(array).__module__.startswith("fsspec") and hasattr(array, "fs") and hasattr(array, "path"):
+        return os.fspath(array.path) if _is_local(array.fs) else None  # an OpenFile
     if not type(array).__module__.startswith("zarr") or not hasattr(array, "store"):
         return None
     store = array.store
     root = getattr(store, "root", None)  # zarr's LocalStore
     if root is None:  # an FsspecStore (``da.from_zarr(path)`` opens one) on the local file system
         fs = getattr(store, "fs", None)
-        protocol = getattr(getattr(fs, "sync_fs", fs), "protocol", None)
-        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
-        root = store.path if ("file" in protocols or "local" in protocols) else None
+        root = store.path if _is_local(fs) else None
     if root is None:
         return None
     inner = getattr(array, "path", "") or ""  # the array's place in its store ("" at the root)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import zarr
 
-from cdfts_dask import CDFTS, cdf_ts
+from cdfts_dask import CDFTS, cdf_ts, paths
 from cdfts_dask.oracle import cdf_ts_dense
 
 
@@ -194,6 +194,41 @@ def test_an_array_input_never_has_its_file_or_store_overwritten(tmp_path, X):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy", "x.zarr"]
     elsewhere = cdf_ts(on_store[0], lam=0.2, delta=0.01, method="dense", output=tmp_path / "y.npy")
     assert np.array_equal(np.load(tmp_path / "y.npy"), elsewhere.compute())  # another name: written
+
+
+def _read_open_file(open_file) -> np.ndarray:
+    with open_file as f:
+        return np.loadtxt(f, delimiter=",", skiprows=1)
+
+
+def test_an_array_whose_tasks_read_a_csv_through_fsspec_never_has_it_overwritten(tmp_path, X):
+    """Regression (found by a storage audit, 2026-11-29): ``cdf_ts(dd.read_csv(p).to_dask_array(
+    lengths=True), output=p)`` replaced the input CSV, exit 0: each of ``dd.read_csv``'s tasks holds an
+    fsspec ``OpenFile`` of p, which :func:`~cdfts_dask.paths.input_files` did not look into.  The same
+    object in a delayed task (below) stands for it where dask.dataframe (pyarrow) is not installed."""
+    import importlib.util
+
+    import dask
+    import fsspec
+
+    src = tmp_path / "in.csv"
+    np.savetxt(src, X, delimiter=",", header="a,b,c", comments="")
+    before = src.read_bytes()
+    task = dask.delayed(_read_open_file)(fsspec.open(str(src)))
+    arrays = [da.from_delayed(task, shape=X.shape, dtype=np.float64)]
+    if importlib.util.find_spec("pyarrow") is not None:
+        import dask.dataframe as dd
+
+        arrays.append(dd.read_csv(str(src)).to_dask_array(lengths=True))
+    for arr in arrays:
+        assert paths.input_files(arr) == [str(src)]
+        with pytest.raises(ValueError, match="is the input .*choose another output path"):
+            cdf_ts(arr, lam=0.2, method="dense", output=src)
+    assert src.read_bytes() == before
+    elsewhere = tmp_path / "out.csv"
+    cdf_ts(arrays[0], lam=0.2, max_iter=1, method="dense", output=elsewhere)
+    assert np.array_equal(np.loadtxt(elsewhere, delimiter=",", skiprows=1),
+                          cdf_ts(X, lam=0.2, max_iter=1, method="dense"))  # fmt: skip
 
 
 def test_a_csv_output_keeps_the_inputs_column_names(tmp_path, X):
