@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import stat
 import warnings
 from pathlib import Path
 
@@ -31,6 +32,10 @@ def check_writable(path) -> None:
         raise ValueError(f"output: directory does not exist: {str(parent)!r}")
     if not os.access(parent, os.W_OK):
         raise ValueError(f"output: directory is not writable: {str(parent)!r}")
+    if Path(path).is_file() and not os.access(path, os.W_OK):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        raise ValueError(f"output: {str(path)!r} exists and is write-protected (mode {mode:04o}); "
+                         "make it writable to replace it, or choose another output path")  # fmt: skip
 
 
 def checked_output(output) -> str | None:

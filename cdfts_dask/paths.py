@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,11 +107,22 @@ def replaced_atomically(path, what: str | None = None) -> Iterator[Path]:
                 os.replace(tmp, path)
                 _remove(old)
             else:
+                _keep_mode(path, tmp)
                 os.replace(tmp, path)
             remove_stale_temporaries(path)
     finally:
         if tmp.exists() or tmp.is_symlink():
             _remove(tmp)
+
+
+def _keep_mode(path: Path, tmp: Path) -> None:
+    """Give the new file ``tmp`` the permission bits of the file ``path`` it replaces (a private 0600
+    output stays private), as an editor saving over a file does; nothing when there is no such file."""
+    try:
+        if path.is_file() and tmp.is_file():
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+    except OSError:
+        pass  # a mode that cannot be copied leaves the new file's own (the umask's)
 
 
 def write_error_reason(exc: OSError, directory: Path) -> str:

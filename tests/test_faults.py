@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -779,6 +780,32 @@ tmp.mkdir()
 print(tmp, flush=True)
 sys.stdin.read()
 """
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy"])
+def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(tmp_path, capsys, monkeypatch,
+                                                                              suffix):
+    """Regression (found by a storage audit, 2026-11-29): an existing output of mode 0444 was replaced,
+    exit 0, where the shell's ``>`` and ``np.savetxt`` refuse it; and a replaced output took the new
+    file's mode: a private 0600 output became 0644.  Now a file the user may not write is refused before
+    work, naming it and its mode, and a replaced file keeps its permission bits."""
+    out = tmp_path / f"out{suffix}"
+    args = ["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]
+    out.write_text("keep")
+    out.chmod(0o444)
+    if os.geteuid() == 0:  # root may write any file: stand in for a user's os.access on this one
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: (mode & os.W_OK == 0 or Path(p) != out)
+                            and access(p, mode, **kw))  # fmt: skip
+    monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"output: '{out}' exists and is write-protected (mode 0444)" in err[0], err
+    assert out.read_bytes() == b"keep"
+    monkeypatch.undo()
+    out.chmod(0o600)
+    assert cli_main(args) == 0
+    assert out.read_bytes() != b"keep" and stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
 def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
