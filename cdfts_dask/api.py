@@ -114,7 +114,7 @@ def cdf_ts(
     """
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {verbose!r}")
-    checkpoint, output = checked_run_paths(X, checkpoint, output)
+    checkpoint, output = checked_run_paths(X, checkpoint, output, resume=resume)
     with verbosity(verbose):
         fit = FitSpec.check(
             X, lam=lam, delta=delta, max_iter=max_iter, estimator=estimator, k=k, method=method,
@@ -130,14 +130,16 @@ def cdf_ts(
         return (out, result) if return_info else out
 
 
-def checked_run_paths(X, checkpoint, output=None, model=None) -> tuple[str | None, str | None]:
+def checked_run_paths(X, checkpoint, output=None, model=None, resume=None) -> tuple[str | None, str | None]:
     """``(checkpoint, output)`` made absolute here, on the client (workers with another working
     directory write where the user meant), and checked against the input X, the ``model`` store a
     fitted run is replayed from, and each other before any work (:func:`paths.check_run_paths`: none
-    may be, or lie inside, another; the input may lie in the model, both only read)."""
+    may be, or lie inside, another; the input may lie in the model, both only read; a store holding a
+    run is refused unless ``resume``)."""
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint, "checkpoint")
     output = checked_output(output)
-    paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint, model=model)
+    paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint, model=model,
+                          resume=resume)  # fmt: skip
     return checkpoint, output
 
 

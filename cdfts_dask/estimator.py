@@ -144,7 +144,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if not isinstance(verbose, bool):
             raise TypeError(f"verbose must be True or False, got {verbose!r}")
         # the checkpoint made absolute and checked against the input path, before X is read (as cdf_ts)
-        params["checkpoint"], _ = api.checked_run_paths(X, params["checkpoint"])
+        params["checkpoint"], _ = api.checked_run_paths(X, params["checkpoint"], resume=params["resume"])
         X = self._validated(X, reset=True)
         with verbosity(verbose):
             spec = api.FitSpec.check(X, **params, feature_names=getattr(self, "feature_names_in_", None))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import absolute, replaced_atomically
+from .paths import absolute, missing_folder, replaced_atomically
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -29,7 +29,7 @@ def check_writable(path) -> None:
     if parent.exists() and not parent.is_dir():
         raise ValueError(f"output: {str(parent)!r} is a file, not a directory")
     if not parent.is_dir():
-        raise ValueError(f"output: directory does not exist: {str(parent)!r}")
+        raise ValueError(missing_folder("output", parent))
     if not os.access(parent, os.W_OK):
         raise ValueError(f"output: directory is not writable: {str(parent)!r}")
     if Path(path).is_file() and not os.access(path, os.W_OK):

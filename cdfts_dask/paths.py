@@ -239,9 +239,30 @@ def checkpoint_state(path) -> str:
     return "empty" if entries == {"zarr.json"} and not attrs else "foreign"
 
 
-def check_checkpoint_path(checkpoint) -> str:
-    """Refuse a checkpoint path that is a file or a folder of other things; return its state."""
+def missing_folder(what: str, folder) -> str:
+    """``"<what>: directory does not exist: '<folder>'"``, and why when a name in it starts with ``~``:
+    the shell leaves ``--checkpoint=~/runs`` as it is, and Python does not expand it either."""
+    said = f"{what}: directory does not exist: {str(folder)!r}"
+    if any(part.startswith("~") for part in Path(folder).parts):
+        said += " ('~' is not expanded here, as the shell leaves it after '=': write the home folder out)"
+    return said
+
+
+def existing_run(checkpoint) -> str:
+    """The refusal of a run that would start over a store holding a run, without ``resume``."""
+    return (f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
+            "or choose another path")  # fmt: skip
+
+
+def check_checkpoint_path(checkpoint, resume: bool | None = None) -> str:
+    """Refuse a checkpoint path that is a file or a folder of other things, a new one whose folder does
+    not exist (a run does not make folders: a typo would hold the run), and, when ``resume`` is known
+    and false, one holding a run (:func:`existing_run`); return its state."""
     state = checkpoint_state(checkpoint)
+    if state == "absent" and not Path(checkpoint).parent.is_dir():
+        raise ValueError(missing_folder("checkpoint", Path(checkpoint).parent))
+    if state == "run" and resume is not None and not resume:
+        raise FileExistsError(existing_run(checkpoint))
     if state == "file":
         raise ValueError(
             f"checkpoint: {str(checkpoint)!r} is an existing file, not a checkpoint store (a folder); "
@@ -339,10 +360,11 @@ def _file_behind(array) -> str | None:
     return os.path.join(os.fspath(root), inner) if inner else os.fspath(root)
 
 
-def check_run_paths(inputs=(), output=None, checkpoint=None, model=None) -> None:
+def check_run_paths(inputs=(), output=None, checkpoint=None, model=None, resume: bool | None = None) -> None:
     """All the path checks of a run, before any data is read: ``inputs`` the files the input is read
     from (:func:`input_files`), ``output`` and ``checkpoint`` paths or None (not given), ``model`` the
-    store a fitted run is replayed from (read only: it may be read as the input too, never written)."""
+    store a fitted run is replayed from (read only: it may be read as the input too, never written),
+    ``resume`` the run's (None: not known here; see :func:`check_checkpoint_path`)."""
     # in this order, so that a message asks for another path of the later role: an output is never the
     # input nor a store (the checkpoint, or the model), a checkpoint never the input
     roles = [("input", path) for path in inputs]
@@ -367,6 +389,6 @@ def check_run_paths(inputs=(), output=None, checkpoint=None, model=None) -> None
                     f"checkpoint {str(checkpoint)!r}: its lock file {str(lock)!r} would be the {role} "
                     f"{str(path)!r}; refusing to overwrite it: choose another checkpoint path"
                 )
-        check_checkpoint_path(checkpoint)
+        check_checkpoint_path(checkpoint, resume)
     if output is not None:
         check_output_path(output)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import model as fitted
-from . import oracle, store
+from . import oracle, paths, store
 from .engine import Step, TiledEngine
 from .log import logger
 from .normalise import minmax_normalise
@@ -280,10 +280,7 @@ def run(
     start = 1
     if checkpoint is not None and store.Checkpoint.exists(checkpoint):
         if not resume:
-            raise FileExistsError(
-                f"checkpoint {str(checkpoint)!r} already exists; pass resume=True (--resume) to continue it, "
-                "or choose another path"
-            )
+            raise FileExistsError(paths.existing_run(checkpoint))  # checked before any work too
         ckpt = store.Checkpoint.open_for_resume(checkpoint, params, fp, shape)  # verified; may fall back
         ckpt.reopen(params)  # "running" until this run finishes: a killed resume leaves no finished model
         done = ckpt.completed

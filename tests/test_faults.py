@@ -675,6 +675,49 @@ def test_checkpoint_that_is_a_regular_file_is_a_clear_error(tmp_path, capsys):
     assert blocker.read_text() == "x"
 
 
+def test_a_checkpoint_in_a_folder_that_does_not_exist_is_refused_before_work(tmp_path, capsys, monkeypatch,
+                                                                            syn_X):
+    """Regression (found by a storage audit, 2026-11-29): the run made the missing folders of a checkpoint
+    (outputs refuse them), so ``--checkpoint=~/runs/ck.zarr``, where the shell leaves ``~`` as it is
+    after ``=``, made ``./~/runs/ck.zarr``, exit 0 (a later ``rm -rf ~`` would hit the home folder), and a
+    typo held the run; ``--checkpoint ''`` was checked as the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
+    args = ["transform", str(SYN), "o.npy", "--label", "label", "--quiet", "--checkpoint"]
+    for given, said in (("~/runs/ck.zarr", f"checkpoint: directory does not exist: '{tmp_path}/~/runs' "
+                         "('~' is not expanded here"), ("typo/ck.zarr", "directory does not exist"),
+                        ("", "--checkpoint must be a path, got the empty string")):  # fmt: skip
+        for resume in ([], ["--resume"]):
+            assert cli_main([*args, given, *resume]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and said in err[0], err
+    with pytest.raises(ValueError, match=r"checkpoint: directory does not exist: .*'~' is not expanded"):
+        cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint="~/ck.zarr")
+    with pytest.raises(ValueError, match=r"output: directory does not exist: .*'~' is not expanded"):
+        cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", output="~/o.npy")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_store_holding_a_run_without_resume_is_refused_before_work(tmp_path, capsys, monkeypatch, syn_X):
+    """Regression (same audit): a run on a store that holds a run, without ``--resume``, was refused only
+    after the embedded cluster had started and the input had been read."""
+    ckpt = tmp_path / "ck.zarr"
+    cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=ckpt)
+    monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
+    monkeypatch.setattr("cdfts_dask.dask_client.dask_client",
+                        lambda *a, **k: pytest.fail("a cluster started before refusing"))  # fmt: skip
+    args = ["transform", str(SYN), str(tmp_path / "o.npy"), "--label", "label", "--workers", "1", "--quiet",
+            "--checkpoint", str(ckpt)]  # fmt: skip
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"checkpoint '{ckpt}' already exists; pass resume=True (--resume)" in err[0], err
+    with pytest.raises(FileExistsError, match="already exists; pass resume=True"):
+        cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, checkpoint=ckpt, n_workers=1)
+    with pytest.raises(FileExistsError, match="already exists; pass resume=True"):
+        cdfts_dask.CDFTS(max_iter=1, checkpoint=ckpt, n_workers=1).fit(syn_X[:50])
+    assert store.Checkpoint(ckpt).completed == 1
+
+
 # -- relative paths with a remote scheduler (issue 10, item 5) --------------------------------------------
 
 

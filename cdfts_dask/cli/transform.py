@@ -15,7 +15,7 @@ from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format, write_table
 from ..params import DENSE_MAX_N, RunParams
-from ..paths import check_run_paths
+from ..paths import absolute, check_run_paths
 from ..sampling import check_n_references, check_random_state
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
@@ -189,7 +189,9 @@ def _run(args) -> int:
         )
     output_format(args.output)
     check_writable(args.output)
-    check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint)
+    if args.checkpoint is not None:
+        args.checkpoint = absolute(args.checkpoint, "--checkpoint")  # '' is no path (it was the cwd)
+    check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint, resume=args.resume)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     elif is_large_csv(args.input):
