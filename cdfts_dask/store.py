@@ -421,8 +421,10 @@ class Checkpoint:
         """Change root attributes, rewriting their ``attributes_digest`` in the same (atomic) write.
 
         ``attrs.put``: one write of ``zarr.json`` (Zarr's ``attrs.update`` writes it once per key, so a
-        run killed between two keys left a file whose digest named other values)."""
-        self.group.attrs.put(with_attributes_digest({**dict(self.group.attrs), **changes}))
+        run killed between two keys left a file whose digest named other values).  A failed write names
+        the store (:func:`~cdfts_dask.paths.write_errors_named`), not Zarr's temporary file in it."""
+        with write_errors_named("checkpoint", self.path):
+            self.group.attrs.put(with_attributes_digest({**dict(self.group.attrs), **changes}))
 
     def reopen(self, params: dict) -> None:
         """A resumed run: ``running`` again, with this run's parameters (``delta``, ``max_iter``), until

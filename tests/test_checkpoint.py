@@ -639,3 +639,32 @@ def test_a_full_disk_names_the_checkpoint_or_the_output(tmp_path, capsys, monkey
     assert kept == (["in.npy"] if failing == "store" else ["in.npy", "run.zarr"])
     if failing != "store":
         assert Checkpoint(ckpt).completed == (1 if failing == "iteration" else 3)
+
+
+def test_a_resume_that_cannot_write_the_stores_attributes_names_the_store(tmp_path, capsys, monkeypatch):
+    """Regression (found by a storage audit, 2026-11-29): resuming a read-only store (even one with
+    nothing left to run: a resume marks the store running first) said ``[Errno 13] Permission denied:
+    '.../ro.zarr/zarr.<hex>.partial'``, Zarr's temporary file, not the checkpoint.  Root may write a
+    read-only folder, so the write of the root attributes raises EACCES here as it does for a user."""
+    import errno
+
+    import zarr.core.attributes
+
+    from cdfts_dask.cli import main as cli_main
+
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).random((60, 2)))
+    ckpt = tmp_path / "run.zarr"
+    args = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "o.npy"), "--method", "dense", "--quiet",
+            "--checkpoint", str(ckpt), "--max-iter", "2", "--delta", "1e-12"]  # fmt: skip
+    assert cli_main(args) == 0
+    before = (ckpt / "zarr.json").read_bytes()
+
+    def read_only(self, *a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied", str(ckpt / "zarr.json.partial"))
+
+    monkeypatch.setattr(zarr.core.attributes.Attributes, "put", read_only)
+    for more in ("2", "3"):  # nothing left to run; one more iteration
+        assert cli_main([*args[:-3], more, "--delta", "1e-12", "--resume"]) == 2
+        said = f"cdfts transform: error: [Errno 13] checkpoint: cannot write {str(ckpt)!r}: Permission denied"
+        assert capsys.readouterr().err.strip().splitlines() == [said]
+    assert (ckpt / "zarr.json").read_bytes() == before and Checkpoint(ckpt).completed == 2
