@@ -73,13 +73,22 @@ def write_table(
             with open(tmp, "wb") as fh:
                 np.save(fh, X)
         else:
+            names = list(header or [f"x{j}" for j in range(X.shape[1])])
+            names += [] if labels is None else [label_name]
             with open(tmp, "w", newline="", encoding="utf-8") as fh:  # as every input is read
-                writer = csv.writer(fh)
-                names = header or [f"x{j}" for j in range(X.shape[1])]
-                writer.writerow(names + ([label_name] if labels is not None else []))
+                writer = csv.writer(fh, lineterminator=_line_end(names, labels))
+                writer.writerow(names)
                 for i, row in enumerate(X):
                     cells = [repr(float(x)) for x in row]
                     writer.writerow(cells + ([labels[i]] if labels is not None else []))
+
+
+def _line_end(names, labels) -> str:
+    r"""``"\n"``, as NumPy, pandas and the shell's tools write and read a CSV here; ``"\r\n"`` (RFC 4180)
+    when a text cell holds a carriage return, which the csv module quotes only when it is part of the
+    line end (written unquoted, a lone ``\r`` would read as a line break)."""
+    cells = [*names, *([] if labels is None else labels)]
+    return "\r\n" if any("\r" in cell for cell in cells if isinstance(cell, str)) else "\n"
 
 
 def label_name(input_path, label) -> str:

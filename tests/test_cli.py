@@ -434,3 +434,29 @@ def test_a_folder_input_and_a_file_as_plot_folder_say_what_they_are(tmp_path, ca
     said = f"--out {str(tmp_path / 'figures')!r} is a file: it names the folder the figures go to"
     assert err == [f"cdfts plot: error: {said}"]
     assert (tmp_path / "figures").read_text() == "not a folder"
+
+
+def test_a_csv_output_ends_its_lines_as_the_shell_does_unless_a_cell_holds_a_carriage_return(tmp_path):
+    """Regression (found by a storage audit, 2026-11-29): CSV outputs ended every line with ``\\r\\n``
+    (the csv module's default) on Linux, so ``cut -d, -f3`` gave ``1\\r``.  Lines now end with ``\\n``,
+    as NumPy and pandas write; a label holding a carriage return (quoted in the input) keeps ``\\r\\n``,
+    which makes the csv module quote it, and reads back intact."""
+    import csv
+
+    from cdfts_dask.cli import main
+
+    rows = "".join(f"{i}.5,{i % 3}.25,{label}\n" for i, label in enumerate(["a", '"b\rc"', "d"] * 4))
+    for name, labels in (("plain", "a,e,d"), ("cr", 'a,"b\rc",d')):
+        src = tmp_path / f"{name}.csv"
+        src.write_text("x,y,cls\n" + rows.replace('"b\rc"', "e" if name == "plain" else '"b\rc"'),
+                       newline="")  # fmt: skip
+        out = tmp_path / f"{name}_out.csv"
+        assert main(["transform", str(src), str(out), "--label", "cls", "--quiet", "--max-iter", "1"]) == 0
+        text = out.read_bytes().decode()
+        with open(out, newline="") as fh:
+            read = [row[-1] for row in csv.reader(fh)][1:]
+        assert read == labels.replace('"', "").split(",") * 4
+        if name == "plain":
+            assert "\r" not in text and text.count("\n") == 13
+        else:
+            assert text.count("\r\n") == 13 and text.startswith("x,y,cls\r\n")
