@@ -68,15 +68,16 @@ def read_table(path, label_column: str | int | None = None, name: str = "input")
 
     CSV files are read by :func:`cdfts_dask.csv_input.read_csv_table` (header
     row detected with the label column set aside; labels returned untouched
-    as text).  For .npy and Zarr ``label_column`` is an index (negative
-    counts from the end) and the labels are that column's values.
+    as text).  A folder is a Zarr array, whatever its name (as the workers read it).  For .npy and
+    Zarr ``label_column`` is an index (negative counts from the end) and the labels are that
+    column's values.
     """
     path = Path(path)
     check_input_file(path, name)
     if is_csv_path(path):
         X, labels, header = read_csv_table(path, label_column, name)
         return X, labels, header
-    if path.suffix.lower() == ".npy":
+    if path.suffix.lower() == ".npy" and not path.is_dir():  # a folder is read as a Zarr array (lazy)
         try:
             data = np.load(path, allow_pickle=False)
         except Exception as exc:

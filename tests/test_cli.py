@@ -460,3 +460,27 @@ def test_a_csv_output_ends_its_lines_as_the_shell_does_unless_a_cell_holds_a_car
             assert "\r" not in text and text.count("\n") == 13
         else:
             assert text.count("\r\n") == 13 and text.startswith("x,y,cls\r\n")
+
+
+def test_a_zarr_folder_named_npy_is_read_as_zarr_by_every_method_and_a_zarr_array_is_no_model(tmp_path,
+                                                                                              capsys):
+    """Regression (found by a storage audit, 2026-11-29): a Zarr array folder named ``zdir.npy`` was read
+    by the workers (``--method auto`` / tiled: a folder is a Zarr array) but refused by ``--method dense``
+    (``cannot read ... as .npy: [Errno 21] Is a directory``); a Zarr array given as MODEL said Zarr's
+    ``An array already exists in store file://v3.zarr at path .``."""
+    from cdfts_dask.cli import main
+
+    X = np.random.default_rng(0).random((100, 2))
+    for name in ("zdir.npy", "v3.zarr"):
+        zarr.create_array(str(tmp_path / name), shape=X.shape, dtype="f8", chunks=(50, 2))[...] = X
+    expected = cdf_ts_dense(X, 0.1, 0.015, max_iter=1).X
+    for method in ("dense", "auto"):
+        out = tmp_path / f"{method}.npy"
+        argv = ["transform", str(tmp_path / "zdir.npy"), str(out), "--method", method, "--max-iter", "1"]
+        assert main([*argv, "--quiet"]) == 0, capsys.readouterr().err
+        assert np.abs(np.load(out) - expected).max() <= 1e-12
+    assert main(["apply", *(str(tmp_path / name) for name in ("v3.zarr", "dense.npy", "o.npy"))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cdfts apply: error: model: {str(tmp_path / 'v3.zarr')!r} is not a cdfts-dask run store: "
+                   "it is a Zarr array (points?); a store is the folder a completed run was given as "
+                   "--checkpoint / checkpoint="]  # fmt: skip
