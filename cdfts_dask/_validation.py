@@ -67,7 +67,11 @@ def check_numeric_dtype(dtype, name: str = "X", kinds: str = "biuf") -> None:
 def check_numeric_input(X, name: str = "X", kinds: str = "biuf") -> None:
     """Refuse, before its values are read as numbers, an input whose dtype is not numeric (an array's, or
     any column's of a DataFrame: strings, objects, dates, categories; kinds outside ``kinds``) and a
-    NumPy masked array with masked entries (converting it would read the values under the mask as points)."""
+    NumPy masked array with masked entries (converting it would read the values under the mask as points),
+    and a SciPy sparse matrix or array (NumPy makes it a 0-d object array, not points)."""
+    if type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} is a sparse {type(X).__name__}; CDF-TS needs the points dense: pass "
+                        f"{name}.toarray()")  # fmt: skip
     if hasattr(X, "dtype"):
         check_numeric_dtype(X.dtype, name, kinds)
     elif hasattr(X, "dtypes") and hasattr(X.dtypes, "items"):  # a DataFrame: each column's dtype

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 import zarr
 from faultkit import run_cli
 from hypothesis import HealthCheck, given, settings
@@ -199,6 +200,7 @@ BAD_ARRAYS = {
     "masked-values": (
         np.ma.masked_array(FIVE, mask=FIVE > 0.9), ValueError, r"masked array with 4 masked value"
     ),
+    "sparse": (scipy.sparse.csr_matrix(FIVE), TypeError, r"X is a sparse csr_matrix; .*pass X\.toarray\(\)"),
     "dataframe-date-column": (
         pd.DataFrame({"a": FIVE[:, 0], "t": pd.date_range("2026-01-01", periods=5)}),
         TypeError,
