@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 import tracemalloc
 import warnings
 
@@ -61,6 +63,39 @@ def test_nan_in_a_zarr_chunk_is_reported_by_the_worker(tmp_path, client):
     path = make_zarr(tmp_path / "bad.zarr", X, 25)
     with pytest.raises(ValueError, match=r"contains NaN or inf \(first at row 77, column 1"):
         cdfts_dask.cdf_ts(path, method="tiled", client=client)
+
+
+def _held_keys(client) -> tuple[set, set]:
+    """The keys of the client's futures and of the scheduler's tasks."""
+    tasks = client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.tasks])
+    return {str(k) for k in client.futures}, set(tasks)
+
+
+def _kept_after(client, before: tuple[set, set]) -> tuple[set, set]:
+    """The keys held now that were not held ``before``, once the client's releases (sent from its event
+    loop) have reached the scheduler, or after 20 s of asking."""
+    for _ in range(200):
+        gc.collect()
+        now = _held_keys(client)
+        kept = (now[0] - before[0], now[1] - before[1])
+        if kept == (set(), set()):
+            break
+        time.sleep(0.1)
+    return kept
+
+
+def test_a_failed_read_of_a_dask_input_leaves_nothing_on_the_client_or_the_scheduler(client):
+    """The worker's error is raised once the failed read is released: re-raising the error the client
+    stored put the raising frame, which held the future, in its traceback, and the client's future
+    table then kept the future, its 7 scheduler tasks and the input until the client closed."""
+    import dask.array as da
+
+    X = np.random.default_rng(5).random((90, 2))
+    X[50, 0] = np.nan
+    before = _held_keys(client)
+    with pytest.raises(ValueError, match=r"contains NaN or inf \(first at row 50, column 0"):
+        cdfts_dask.cdf_ts(da.from_array(X, chunks=(30, 2)), method="tiled", client=client)
+    assert _kept_after(client, before) == (set(), set())
 
 
 def test_only_metadata_is_read_on_the_client(tmp_path, monkeypatch):
