@@ -42,7 +42,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     model_ : :class:`cdfts_dask.model.CDFTSModel`, the fitted run (T iterations of
         references and statistics, and the fit points' outputs; about ``(T + 1) x n_f x d`` values)
     embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows'): a NumPy array,
-        or a dask array for a dask array, Zarr array or large CSV fitted (as ``cdf_ts`` returns)
+        or, for a dask array, Zarr array or large CSV fitted exactly, a dask array chunked like it that
+        holds the values (the model's outputs): it outlives the client and pickles
     sample_indices_ : rows drawn as references (``n_references < n``), else None
     n_iter_ : iterations run; ``deltas_`` (NumPy array): Delta after each iteration
     converged_ : whether Delta fell to ``delta`` before ``max_iter``

@@ -219,6 +219,35 @@ def test_a_fitted_estimator_with_a_client_pickles_and_deep_copies_without_it(sma
     assert by_address.client == "tcp://10.0.0.5:8786"
 
 
+def test_the_embedding_of_a_dask_fit_outlives_the_client_and_pickles():
+    """Regression: after an exact ``CDFTS(client=c).fit(dask_array)``, ``embedding_`` (and
+    ``fit_transform``'s result) was a dask array of futures on ``c``: once ``c`` closed, or in a pickled
+    copy, computing it failed with ``Missing dependency _positions-...``.  It is now built from the
+    model's outputs, already fetched: still a dask array chunked like the input, equal to the values
+    before."""
+    import pickle
+
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from cdfts_dask import cdf_ts
+
+    X = np.random.default_rng(12).random((120, 2))
+    chunked = da.from_array(X, chunks=(40, 2))
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        est = CDFTS(max_iter=2, client=c)
+        Y = est.fit_transform(chunked)
+        before = c.compute(est.embedding_).result()
+        blob = pickle.dumps(est)
+    assert np.abs(before - cdf_ts(X, max_iter=2, method="dense")).max() <= 1e-9
+    for embedding in (est.embedding_, Y, pickle.loads(blob).embedding_):
+        assert isinstance(embedding, da.Array) and embedding.chunks == chunked.chunks
+        assert np.array_equal(embedding.compute(scheduler="sync"), before)
+
+
 def test_a_float32_estimator_preserves_float32(client):
     """Regression: the ``preserves_dtype`` tag said float64 whatever ``dtype`` was, so scikit-learn's
     dtype check failed for ``CDFTS(dtype="float32")`` (its output is float32)."""
