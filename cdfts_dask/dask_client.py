@@ -233,8 +233,8 @@ def refuse_an_embedded_cluster_here() -> None:
         return
     raise ValueError(
         f"client=None: the embedded Dask cluster cannot start here: {why}; pass client= the address of a "
-        "running scheduler or a distributed.Client (a CDFTS given a Client keeps its address when copied "
-        "to a joblib worker), or use method='dense'"
+        "running scheduler or a distributed.Client (a CDFTS given a Client of a cluster outside this process "
+        "keeps its address when copied to a joblib worker), or use method='dense'"
     )
 
 

@@ -17,6 +17,15 @@ from .lazy import is_zarr_path
 from .log import verbosity
 
 
+def _reachable_address(client) -> str | None:
+    """The address of ``client``'s scheduler when another process can connect to it, else None (a
+    closed client has no scheduler; an in-process cluster's ``inproc://`` address is this process's)."""
+    scheduler = client.scheduler
+    if scheduler is None or scheduler.address.startswith("inproc://"):
+        return None
+    return scheduler.address
+
+
 class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """CDF Transform-and-Shift as a scikit-learn transformer.
 
@@ -193,12 +202,17 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
 
     def __getstate__(self) -> dict:
-        """The state that ``pickle`` and ``copy.deepcopy`` copy: all of it except a ``distributed.Client``
-        given as ``client``, a live connection that cannot be copied (the copy has ``client=None``: it
-        uses the default client, or an embedded cluster when it needs one); an address string is kept."""
+        """The state that ``pickle`` and ``copy.deepcopy`` copy: all of it, with a ``distributed.Client``
+        given as ``client`` (a live connection, which cannot be copied) replaced by its scheduler's
+        address, so that the copy connects to the same cluster when it needs one: a joblib worker of
+        ``cross_val_score(..., n_jobs=2)`` fits there (with ``client=None`` it tried to start an embedded
+        cluster inside the worker, which cannot).  A client that other processes cannot reach becomes None,
+        as before: a closed one, or one of an in-process cluster (``inproc://``).  An address string is
+        kept as it is."""
         state = super().__getstate__()
-        if state.get("client") is not None and not isinstance(state["client"], str):
-            state = {**state, "client": None}
+        client = state.get("client")
+        if client is not None and not isinstance(client, str):
+            state = {**state, "client": _reachable_address(client)}
         return state
 
     def __sklearn_tags__(self):
