@@ -360,10 +360,12 @@ def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None)
 def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dtype: str = "float64",
             header: list[str] | None = None):  # fmt: skip
     """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
-    opened read-only; for a dask array in, a dask array of ``dtype`` (the run's, backed by the result on
-    the workers when the cluster outlives this call); else NumPy, also written to a ``.npy`` / ``.csv``
-    ``output`` atomically by :func:`outputs.write_table` (the command line's writer; a CSV's columns
-    are named ``header``, the input's column names, when known).
+    opened read-only; for a dask array in, a dask array of ``dtype`` (the run's), backed by the result on
+    the workers when the cluster outlives this call and the run kept no model, else by the values here
+    (a model's ``outputs``, already fetched: an estimator's ``embedding_`` outlives the client and
+    pickles); else NumPy, also written to a ``.npy`` / ``.csv`` ``output`` atomically by
+    :func:`outputs.write_table` (the command line's writer; a CSV's columns are named ``header``, the
+    input's column names, when known).
     Returns ``(result, RunResult)``."""
     if output is not None and output_format(output) == ".zarr":
         import zarr
@@ -377,7 +379,8 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dt
             write_table(output, host, header=header)
             out = lazy.like_input(host)
         else:
-            out = lazy.like_input(result.X if on_cluster else _on_host(method, result), dtype)
+            on_workers = on_cluster and result.model is None  # a model holds the outputs here already
+            out = lazy.like_input(result.X if on_workers else _on_host(method, result), dtype)
     else:
         out = _on_host(method, result)
         if output is not None:

@@ -130,7 +130,10 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
       workers and dashboard listen on 127.0.0.1 only, its worker processes block SIGINT (a Ctrl-C
       reaches this process, which closes them: no traceback per worker), and it drops log records
       below the Dask configuration value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR;
-      the command line sets 50: its errors are one line of its own).
+      the command line sets 50: its errors are one line of its own).  Refused, before any work, inside
+      a task on a Dask worker (:func:`refuse_no_client_in_a_task`), and where the embedded cluster
+      cannot start its processes (:func:`refuse_an_embedded_cluster_here`: a daemonic process, a
+      joblib / loky worker).
 
     ``security`` (a ``distributed.security.Security``, e.g. TLS certificates) is passed to the client
     for a scheduler address and to the embedded cluster (a given or default client keeps its own
@@ -168,6 +171,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         return
     if client is not None:
         raise TypeError(f"client must be a distributed.Client, a scheduler address or None, got {client!r}")
+    refuse_no_client_in_a_task()
     ambient = session_client()
     if ambient is not None:
         if n_workers is not None:
@@ -182,11 +186,56 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         check_workers(ambient, gpu)
         yield ambient
         return
+    refuse_an_embedded_cluster_here()
     cluster = local_cluster(n_workers, gpu, security)
     with cluster, Client(cluster, security=security) as c:
         _TEMPORARY.add(c)
         logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
         yield c
+
+
+def refuse_no_client_in_a_task() -> None:
+    """Refuse ``client=None`` inside a task on a Dask worker, before any work: the run would start an
+    embedded cluster inside the worker (a worker process is daemonic: it may not start the cluster's
+    processes), or wait on the worker's own client (the default there once a task asked for it) from a
+    task that holds one of the worker's threads, which deadlocks once every thread waits so."""
+    from distributed import get_worker
+
+    try:
+        address = get_worker().address
+    except ValueError:  # not in a task
+        return
+    raise ValueError(
+        f"client=None inside a task on the Dask worker {address}: a run there may neither start an embedded "
+        "cluster nor wait on the worker's client from a task that holds one of its threads; inside the "
+        "task, pass the worker's client with 'with distributed.worker_client() as c: cdf_ts(X, client=c)' "
+        "(the task leaves the worker's thread pool while the run waits), or use method='dense'"
+    )
+
+
+def refuse_an_embedded_cluster_here() -> None:
+    """Refuse, before any work, to start the embedded cluster in a process that cannot start its worker
+    processes: a daemonic one (a ``multiprocessing.Pool`` worker) may start none, and in a joblib / loky
+    worker (start method ``"loky"``) each spawned process fails to take up its parent's start method
+    (``cannot find context for 'loky'``, then ``Nanny failed to start``)."""
+    import multiprocessing
+
+    process = multiprocessing.current_process()
+    method = multiprocessing.get_start_method(allow_none=True)
+    if process.daemon:
+        why = f"this process ({process.name}) is daemonic, and a daemonic process may not start processes"
+    elif method is not None and method not in multiprocessing.get_all_start_methods():
+        why = (
+            f"this process ({process.name}, a joblib / loky worker) runs under the {method!r} start "
+            "method, which the cluster's worker processes cannot take up"
+        )
+    else:
+        return
+    raise ValueError(
+        f"client=None: the embedded Dask cluster cannot start here: {why}; pass client= the address of a "
+        "running scheduler or a distributed.Client (a CDFTS given a Client of a cluster outside this process "
+        "keeps its address when copied to a joblib worker), or use method='dense'"
+    )
 
 
 def local_cluster(n_workers: int | None, gpu: bool = False, security=None):

@@ -17,6 +17,15 @@ from .lazy import is_zarr_path
 from .log import verbosity
 
 
+def _reachable_address(client) -> str | None:
+    """The address of ``client``'s scheduler when another process can connect to it, else None (a
+    closed client has no scheduler; an in-process cluster's ``inproc://`` address is this process's)."""
+    scheduler = client.scheduler
+    if scheduler is None or scheduler.address.startswith("inproc://"):
+        return None
+    return scheduler.address
+
+
 class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """CDF Transform-and-Shift as a scikit-learn transformer.
 
@@ -42,7 +51,8 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     model_ : :class:`cdfts_dask.model.CDFTSModel`, the fitted run (T iterations of
         references and statistics, and the fit points' outputs; about ``(T + 1) x n_f x d`` values)
     embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows'): a NumPy array,
-        or a dask array for a dask array, Zarr array or large CSV fitted (as ``cdf_ts`` returns)
+        or, for a dask array, Zarr array or large CSV fitted exactly, a dask array chunked like it that
+        holds the values (the model's outputs): it outlives the client and pickles
     sample_indices_ : rows drawn as references (``n_references < n``), else None
     n_iter_ : iterations run; ``deltas_`` (NumPy array): Delta after each iteration
     converged_ : whether Delta fell to ``delta`` before ``max_iter``
@@ -192,12 +202,17 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return type(self)(**{k: v if k in shared else clone(v, safe=False) for k, v in params.items()})
 
     def __getstate__(self) -> dict:
-        """The state that ``pickle`` and ``copy.deepcopy`` copy: all of it except a ``distributed.Client``
-        given as ``client``, a live connection that cannot be copied (the copy has ``client=None``: it
-        uses the default client, or an embedded cluster when it needs one); an address string is kept."""
+        """The state that ``pickle`` and ``copy.deepcopy`` copy: all of it, with a ``distributed.Client``
+        given as ``client`` (a live connection, which cannot be copied) replaced by its scheduler's
+        address, so that the copy connects to the same cluster when it needs one: a joblib worker of
+        ``cross_val_score(..., n_jobs=2)`` fits there (with ``client=None`` it tried to start an embedded
+        cluster inside the worker, which cannot).  A client that other processes cannot reach becomes None,
+        as before: a closed one, or one of an in-process cluster (``inproc://``).  An address string is
+        kept as it is."""
         state = super().__getstate__()
-        if state.get("client") is not None and not isinstance(state["client"], str):
-            state = {**state, "client": None}
+        client = state.get("client")
+        if client is not None and not isinstance(client, str):
+            state = {**state, "client": _reachable_address(client)}
         return state
 
     def __sklearn_tags__(self):

@@ -6,7 +6,9 @@ an ignored argument).  Like every library it attaches only a
 ``NullHandler``: an application routes or silences the messages with the
 usual ``logging.getLogger("cdfts_dask")`` configuration.  ``verbose=True``
 (API) or the command line, unless ``--quiet``, attach a stderr handler for
-the duration of one call through :func:`verbosity`.
+the duration of one call through :func:`verbosity`; meanwhile the messages are
+printed there only, not passed on to the application's handlers too (with
+``logging.basicConfig(level=logging.INFO)`` each was printed twice).
 """
 
 from __future__ import annotations
@@ -21,20 +23,24 @@ logger.addHandler(logging.NullHandler())
 
 @contextlib.contextmanager
 def verbosity(verbose: bool):
-    """While the block runs, INFO messages of the ``cdfts_dask`` logger go to stderr when ``verbose``."""
+    """While the block runs, INFO messages of the ``cdfts_dask`` logger go to stderr when ``verbose``, and
+    there only: the logger stops propagating them to the application's handlers (a root handler would
+    print each a second time) until the block ends."""
     if not verbose:
         yield
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("cdfts: %(message)s"))
-    old_level = logger.level
+    old_level, old_propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
+        logger.propagate = old_propagate
 
 
 def describe_client(client) -> str:

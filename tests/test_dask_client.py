@@ -149,6 +149,51 @@ def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
     assert session_client() is None  # and it is not left behind as the default client
 
 
+def test_no_client_inside_a_dask_task_is_refused_and_the_workers_client_runs(X, client):
+    """Regression: ``client.submit(cdf_ts, X, method="tiled")`` found no default client inside the task
+    and started an embedded cluster inside the worker process (daemonic: ``daemonic processes are not
+    allowed to have children``).  Now refused before any work, naming ``worker_client``, and that advice
+    runs (three such tasks on two single-threaded workers: the tasks leave the thread pool meanwhile)."""
+    import functools
+
+    task = client.submit(functools.partial(cdf_ts, method="tiled", max_iter=1), X, pure=False)
+    with pytest.raises(ValueError, match=r"^client=None inside a task on the Dask worker tcp://.*worker_client"):
+        task.result()
+
+    def on_the_workers_client(points):
+        from distributed import worker_client
+
+        with worker_client() as c:
+            return cdf_ts(points, lam=0.2, delta=1e-12, max_iter=2, method="tiled", client=c)
+
+    tasks = [client.submit(on_the_workers_client, X, pure=False) for _ in range(3)]
+    ref = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, method="dense")
+    for out in client.gather(tasks):
+        assert np.abs(out - ref).max() <= 1e-9
+
+
+@pytest.mark.parametrize("where", ["loky", "daemonic"])
+def test_the_embedded_cluster_is_refused_where_it_cannot_start(X, where):
+    """Regression: in a joblib / loky worker (``cross_val_score(..., n_jobs=2)`` of a ``CDFTS`` without a
+    client) each spawned worker process failed (``cannot find context for 'loky'``, then ``Nanny failed
+    to start`` and leaked semaphores); a daemonic process (a ``multiprocessing.Pool``'s) may start no
+    process.  Both now refused before any work, with what to pass instead."""
+    import functools
+    import multiprocessing
+
+    from joblib import Parallel, delayed
+
+    run = functools.partial(cdf_ts, method="tiled", max_iter=1)
+    expected = r"^client=None: the embedded Dask cluster cannot start here: this process \(.*\) "
+    expected += "runs under the 'loky' start method" if where == "loky" else "is daemonic"
+    with pytest.raises(ValueError, match=expected + r".*pass client= .*method='dense'"):
+        if where == "loky":
+            Parallel(n_jobs=2)([delayed(run)(X), delayed(run)(X)])
+        else:
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                pool.apply(run, (X,))
+
+
 def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
     """``backend="cuda"`` without a client: dask-cuda's ``LocalCUDACluster`` gets the embedded cluster's
     settings (local host, quiet logs) and its workers are started with SIGINT blocked, so Ctrl-C reaches

@@ -52,6 +52,34 @@ def test_verbose_prints_on_stderr_and_cleans_up(X, capsys):
         cdf_ts(X, verbose="yes")
 
 
+def test_verbose_prints_each_message_once_beside_a_root_handler(X, capsys):
+    """Regression: with a root handler (``logging.basicConfig(level=logging.INFO)``), ``verbose=True``
+    printed every message twice, on stderr and through the root handler (the logger still propagated).
+    Now on stderr only during the call; afterwards the application's handler gets them again."""
+    import io
+
+    root = logging.getLogger()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2, verbose=True)
+        printed = capsys.readouterr().err.splitlines()
+        assert stream.getvalue() == ""
+        assert len(printed) == 4 and all(line.startswith("cdfts: ") for line in printed)
+        assert logger.propagate
+        cdf_ts(X, lam=0.2, delta=1e-12, max_iter=2)  # not verbose: the application's handler alone
+        assert capsys.readouterr().err == ""
+        assert [line[: len("iteration 1")] for line in stream.getvalue().splitlines()[1:3]] == [
+            "iteration 1", "iteration 2"
+        ]  # fmt: skip
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
 def test_tiled_start_line_and_progress_bar(X, client, caplog, capsys):
     with caplog.at_level(logging.INFO, logger="cdfts_dask"):
         cdf_ts(X, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, progress=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 import tracemalloc
 import warnings
 
@@ -61,6 +63,82 @@ def test_nan_in_a_zarr_chunk_is_reported_by_the_worker(tmp_path, client):
     path = make_zarr(tmp_path / "bad.zarr", X, 25)
     with pytest.raises(ValueError, match=r"contains NaN or inf \(first at row 77, column 1"):
         cdfts_dask.cdf_ts(path, method="tiled", client=client)
+
+
+def _held_keys(client) -> tuple[set, set]:
+    """The keys of the client's futures and of the scheduler's tasks."""
+    tasks = client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.tasks])
+    return {str(k) for k in client.futures}, set(tasks)
+
+
+def _kept_after(client, before: tuple[set, set]) -> tuple[set, set]:
+    """The keys held now that were not held ``before``, once the client's releases (sent from its event
+    loop) have reached the scheduler, or after 20 s of asking."""
+    for _ in range(200):
+        gc.collect()
+        now = _held_keys(client)
+        kept = (now[0] - before[0], now[1] - before[1])
+        if kept == (set(), set()):
+            break
+        time.sleep(0.1)
+    return kept
+
+
+def test_a_failed_read_of_a_dask_input_leaves_nothing_on_the_client_or_the_scheduler(client):
+    """The worker's error is raised once the failed read is released: re-raising the error the client
+    stored put the raising frame, which held the future, in its traceback, and the client's future
+    table then kept the future, its 7 scheduler tasks and the input until the client closed."""
+    import dask.array as da
+
+    X = np.random.default_rng(5).random((90, 2))
+    X[50, 0] = np.nan
+    before = _held_keys(client)
+    with pytest.raises(ValueError, match=r"contains NaN or inf \(first at row 50, column 0"):
+        cdfts_dask.cdf_ts(da.from_array(X, chunks=(30, 2)), method="tiled", client=client)
+    assert _kept_after(client, before) == (set(), set())
+
+
+#: for _held_back_block: the in-process scheduler, and the points (NaN in both row chunks)
+_HELD_BACK: dict = {}
+
+
+def _held_back_block(block_info=None) -> np.ndarray:
+    """A 30-row block of ``_HELD_BACK["X"]``; block 0 is held back until every task of block 1 has
+    finished (in memory, or erred), so that the later block is checked first."""
+    (r0, r1), _ = block_info[None]["array-location"]
+    tasks = _HELD_BACK["scheduler"].tasks
+    for _ in range(600 if r0 == 0 else 0):  # at most a minute: never a hang
+        later = [ts for key, ts in tasks.items() if isinstance(key, tuple) and key[1:] == (1, 0)]
+        if later and all(ts.state in ("memory", "erred") for ts in later):
+            break
+        time.sleep(0.1)
+    return _HELD_BACK["X"][r0:r1]
+
+
+def test_nan_in_several_blocks_is_named_at_its_first_row():
+    """Regression (a storage audit: a Zarr array with NaN from row 140 on was "first at row 280" on the
+    tiled path, 140 on the dense one): each block named its own first NaN and the block that failed
+    first won.  Here the later block is made to be checked first (the earlier one waits for it, on a
+    worker of two threads): the first row is still named, as the dense path names it."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    X = np.random.default_rng(13).random((60, 2))
+    X[10, 1] = X[45, 0] = np.nan
+    held = da.map_blocks(_held_back_block, chunks=((30, 30), (2,)), dtype=np.float64, name="held-back")
+    message = r"contains NaN or inf \(first at row 10, column 1: nan\)"
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        _HELD_BACK.update(scheduler=cluster.scheduler, X=X)
+        try:
+            with pytest.raises(ValueError, match=message):
+                cdfts_dask.cdf_ts(held, method="tiled", client=c)
+        finally:
+            _HELD_BACK.clear()
+    with pytest.raises(ValueError, match=message):
+        cdfts_dask.cdf_ts(X, method="dense")
 
 
 def test_only_metadata_is_read_on_the_client(tmp_path, monkeypatch):

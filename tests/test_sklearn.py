@@ -200,23 +200,76 @@ def test_a_refused_refit_leaves_the_estimator_unfitted(small, refused, message):
     assert np.array_equal(est.fit(frame).transform(frame), CDFTS(lam=0.1, max_iter=3).fit_transform(frame))
 
 
-def test_a_fitted_estimator_with_a_client_pickles_and_deep_copies_without_it(small, client):
+def test_a_fitted_estimator_with_a_client_pickles_and_deep_copies_with_its_address(small, client):
     """Regression: ``pickle.dumps`` of a fitted ``CDFTS(client=Client)`` failed ("cannot pickle
-    '_asyncio.Task' object"), and with it joblib and saving the model; a live connection is left out
-    of the copy (client=None), an address string is kept."""
+    '_asyncio.Task' object"), and with it joblib and saving the model.  A live connection cannot be
+    copied: the copy holds its scheduler's address and fits there; a client no other process can reach
+    (closed, or an in-process cluster's ``inproc://``) becomes None; an address string is kept."""
     import copy
     import pickle
 
+    from distributed import Client, LocalCluster
+
     X, _ = small
-    est = CDFTS(max_iter=2, client=client, tile_size=64).fit(X)
+    est = CDFTS(max_iter=2, client=client, tile_size=64, method="tiled").fit(X)
     for twin in (pickle.loads(pickle.dumps(est)), copy.deepcopy(est)):
-        assert twin.client is None and est.client is client
+        assert twin.client == client.scheduler.address and est.client is client
         assert np.array_equal(twin.transform(X[:20] + 0.01), est.transform(X[:20] + 0.01))
         assert {k: v for k, v in twin.get_params().items() if k != "client"} == {
             k: v for k, v in est.get_params().items() if k != "client"
         }
+    assert np.array_equal(twin.fit(X).embedding_, est.embedding_)  # on the same cluster, by its address
     by_address = pickle.loads(pickle.dumps(CDFTS(client="tcp://10.0.0.5:8786")))
     assert by_address.client == "tcp://10.0.0.5:8786"
+    with (
+        LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as own,
+    ):
+        assert pickle.loads(pickle.dumps(CDFTS(client=own))).client is None  # inproc://: this process only
+    assert pickle.loads(pickle.dumps(CDFTS(client=own))).client is None  # closed
+
+
+def test_cross_validation_in_joblib_workers_runs_on_the_given_client(small, client):
+    """Regression: ``cross_val_score(..., n_jobs=2)`` pickles the pipeline into loky worker processes;
+    the copy of ``CDFTS(client=Client, method="tiled")`` had ``client=None`` and tried to start an
+    embedded cluster there (``cannot find context for 'loky'``, ``Nanny failed to start``).  The copy
+    now connects to the client's scheduler by its address: the scores equal the in-process ones."""
+    from sklearn.model_selection import cross_val_score
+
+    X, y = small
+    cv = KFold(2, shuffle=True, random_state=0)
+    pipe = make_pipeline(CDFTS(lam=0.2, max_iter=2, client=client, method="tiled"), KNeighborsClassifier(3))
+    in_workers = cross_val_score(pipe, X, y, cv=cv, n_jobs=2, error_score="raise")
+    assert np.array_equal(in_workers, cross_val_score(pipe, X, y, cv=cv, error_score="raise"))
+
+
+def test_the_embedding_of_a_dask_fit_outlives_the_client_and_pickles():
+    """Regression: after an exact ``CDFTS(client=c).fit(dask_array)``, ``embedding_`` (and
+    ``fit_transform``'s result) was a dask array of futures on ``c``: once ``c`` closed, or in a pickled
+    copy, computing it failed with ``Missing dependency _positions-...``.  It is now built from the
+    model's outputs, already fetched: still a dask array chunked like the input, equal to the values
+    before."""
+    import pickle
+
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from cdfts_dask import cdf_ts
+
+    X = np.random.default_rng(12).random((120, 2))
+    chunked = da.from_array(X, chunks=(40, 2))
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        est = CDFTS(max_iter=2, client=c)
+        Y = est.fit_transform(chunked)
+        before = c.compute(est.embedding_).result()
+        blob = pickle.dumps(est)
+    assert np.abs(before - cdf_ts(X, max_iter=2, method="dense")).max() <= 1e-9
+    for embedding in (est.embedding_, Y, pickle.loads(blob).embedding_):
+        assert isinstance(embedding, da.Array) and embedding.chunks == chunked.chunks
+        assert np.array_equal(embedding.compute(scheduler="sync"), before)
 
 
 def test_a_float32_estimator_preserves_float32(client):
