@@ -98,6 +98,34 @@ def test_a_failed_read_of_a_dask_input_leaves_nothing_on_the_client_or_the_sched
     assert _kept_after(client, before) == (set(), set())
 
 
+def _failing_summary(*args, **kwargs):
+    raise ArithmeticError("a task of the iteration failed")
+
+
+def test_a_task_failing_mid_run_leaves_nothing_on_the_client_or_the_scheduler(monkeypatch):
+    """Found beside the failed read (same audit): a task failing in the middle of an iteration (here the
+    end-of-iteration summary, on in-process workers) left the run's futures (the points, the iteration's
+    parts) on a given client until it closed: the error the client keeps for the failed task held, in its
+    traceback, the frames that held them (12 futures and 12 tasks per failed run).  The tiled run now
+    clears those frames' variables as the error leaves (``api._forget_the_runs_futures``), and the error
+    is the task's."""
+    from distributed import Client, LocalCluster
+
+    import cdfts_dask.engine.graph as graph
+
+    monkeypatch.setattr(graph, "_summary", _failing_summary)
+    X = np.random.default_rng(6).random((300, 2))
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        before = _held_keys(c)
+        for _ in range(2):
+            with pytest.raises(ArithmeticError, match="a task of the iteration failed"):
+                cdfts_dask.cdf_ts(X, method="tiled", client=c, tile_size=64)
+        assert _kept_after(c, before) == (set(), set())
+
+
 #: for _held_back_block: the in-process scheduler, and the points (NaN in both row chunks)
 _HELD_BACK: dict = {}
 
