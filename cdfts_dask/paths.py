@@ -161,21 +161,17 @@ def _remove(entry: Path) -> None:
 
 
 def absolute(path, name: str = "path") -> str:
-    """``path`` as an absolute path on this machine that names what the OS opens for ``path`` here: the
-    folder it lies in resolved (symlinks and ``..`` followed, as the OS follows them: ``lnk/../x`` is
-    ``x`` beside the link's *target*, not beside the link), its own name kept (a symlink stays a link).
-    Anything but a text path (``str`` or ``os.PathLike`` of ``str``, not empty) is refused with an error
-    naming ``name``."""
+    """``path`` made absolute on this machine, and nothing else: no ``..`` dropped as text (the OS
+    follows a link before a ``..``: ``lnk/../x`` is ``x`` beside the link's target, which
+    ``os.path.abspath`` made ``x`` beside the link), no link resolved (a worker on another node resolves
+    the path as its own file system says, as the user's path would be there).  Anything but a text path
+    (``str`` or ``os.PathLike`` of ``str``, not empty) is refused with an error naming ``name``."""
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a path (a str or os.PathLike), got {path!r}")
     if not text:
         raise ValueError(f"{name} must be a path, got the empty string")
-    joined = os.path.join(os.getcwd(), text)  # an absolute text stays as it is
-    folder, own = os.path.split(joined.rstrip(os.sep) or os.sep)
-    if own in ("", os.curdir, os.pardir):
-        return os.path.realpath(joined)
-    return os.path.join(os.path.realpath(folder), own)
+    return os.path.join(os.getcwd(), text)  # an absolute text stays as it is
 
 
 def real(path) -> Path:
