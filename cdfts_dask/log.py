@@ -16,31 +16,46 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 
 logger = logging.getLogger("cdfts_dask")
 logger.addHandler(logging.NullHandler())
+
+
+#: the verbose calls running now (threads may overlap them), and what the first one changed
+_verbose = {"calls": 0, "handler": None, "level": logging.NOTSET, "propagate": True}
+_verbose_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def verbosity(verbose: bool):
     """While the block runs, INFO messages of the ``cdfts_dask`` logger go to stderr when ``verbose``, and
     there only: the logger stops propagating them to the application's handlers (a root handler would
-    print each a second time) until the block ends."""
+    print each a second time) until the block ends.  Blocks that overlap (verbose calls in two threads)
+    share one handler, and the last to end restores the logger (each restoring what it found left the
+    logger silent for the application's handlers after two overlapping calls)."""
     if not verbose:
         yield
         return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("cdfts: %(message)s"))
-    old_level, old_propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
+    with _verbose_lock:
+        if _verbose["calls"] == 0:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("cdfts: %(message)s"))
+            _verbose.update(handler=handler, level=logger.level, propagate=logger.propagate)
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
+        _verbose["calls"] += 1
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
-        logger.propagate = old_propagate
+        with _verbose_lock:
+            _verbose["calls"] -= 1
+            if _verbose["calls"] == 0:
+                logger.removeHandler(_verbose["handler"])
+                logger.setLevel(_verbose["level"])
+                logger.propagate = _verbose["propagate"]
+                _verbose["handler"] = None
 
 
 def describe_client(client) -> str:

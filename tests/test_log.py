@@ -80,6 +80,26 @@ def test_verbose_prints_each_message_once_beside_a_root_handler(X, capsys):
         root.setLevel(old_level)
 
 
+def test_overlapping_verbose_calls_print_once_and_leave_the_logger_as_they_found_it(capsys):
+    """Regression (a review of the fix above): each verbose block saved and restored the logger's level and
+    propagation itself, so two that overlap (threads) and end out of order left the logger silent for the
+    application's handlers for good, and each printed every message on its own handler (twice)."""
+    from cdfts_dask.log import verbosity
+
+    level, propagate = logger.level, logger.propagate
+    first, second = verbosity(True), verbosity(True)
+    first.__enter__()
+    second.__enter__()
+    logger.info("both running")
+    first.__exit__(None, None, None)  # the first ends before the second
+    logger.info("one running")
+    assert not logger.propagate and logger.level == logging.INFO
+    second.__exit__(None, None, None)
+    assert (logger.level, logger.propagate) == (level, propagate)
+    assert capsys.readouterr().err.splitlines() == ["cdfts: both running", "cdfts: one running"]
+    assert [h for h in logger.handlers if not isinstance(h, logging.NullHandler)] == []
+
+
 def test_tiled_start_line_and_progress_bar(X, client, caplog, capsys):
     with caplog.at_level(logging.INFO, logger="cdfts_dask"):
         cdf_ts(X, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, progress=True)
