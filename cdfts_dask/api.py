@@ -5,6 +5,7 @@ The :class:`CDFTS` estimator built on them is in :mod:`.estimator`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import traceback
 import warnings
@@ -298,14 +299,23 @@ def _fit_tiled(c, fit: FitSpec, p: RunParams, args: dict, output):
     return _finish(tiled, result, output, fit.lazy, outlives_the_run(c), p.dtype, fit.feature_names)
 
 
+#: the packages whose frames an error of a tiled run passes through holding the run's futures
+_HOLDERS_OF_FUTURES = ("cdfts_dask", "distributed", "dask")
+
+
 def _forget_the_runs_futures(exc: BaseException) -> None:
-    """Clear the local variables of the finished frames an error of a tiled run passed through, so that
-    the run's futures (its points, statistics, the iteration's parts) are released as the error leaves.
-    Else they stay until the client closes: the client keeps a failed task's error, whose traceback
-    holds those frames, for as long as a future of the task lives, and those frames hold the futures
-    (a task failing mid-run on a given client: 12 futures and their tasks kept per run).  The frames
-    keep their file and line for the traceback; the one still running (the caller's) is left alone."""
-    traceback.clear_frames(exc.__traceback__)
+    """Clear the local variables of the finished frames of this package and of Dask that an error of a
+    tiled run passed through, so that the run's futures (its points, statistics, the iteration's parts)
+    are released as the error leaves.  Else they stay until the client closes: the client keeps a failed
+    task's error, whose traceback holds those frames, for as long as a future of the task lives, and
+    those frames hold the futures (a task failing mid-run on a given client: 12 futures and their tasks
+    kept per run).  The frames keep their file and line for the traceback; the caller's own frames (a
+    ``progress`` callback that raised) keep their variables for a debugger, and the one still running
+    is left alone."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if frame.f_globals.get("__name__", "").partition(".")[0] in _HOLDERS_OF_FUTURES:
+            with contextlib.suppress(RuntimeError):  # a frame still running (this call's caller)
+                frame.clear()
 
 
 def _workers_lost_message(exc: BaseException, checkpoint) -> str:

@@ -126,6 +126,26 @@ def test_a_task_failing_mid_run_leaves_nothing_on_the_client_or_the_scheduler(mo
         assert _kept_after(c, before) == (set(), set())
 
 
+def test_a_progress_callback_that_raises_keeps_its_variables_for_a_debugger(client):
+    """The frames cleared as an error leaves a tiled run are the package's and Dask's only: a caller's
+    ``progress`` callback that raised keeps its local variables (``pdb.pm()``, ``--showlocals``), while
+    the runner's frames (which held the run's futures) are cleared."""
+    import traceback
+
+    def progress(report):
+        important = f"the caller's state at iteration {report.iteration}"  # noqa: F841
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here") as info:
+        cdfts_dask.cdf_ts(np.random.default_rng(8).random((80, 2)), method="tiled", client=client,
+                          tile_size=32, progress=progress)  # fmt: skip
+    frames = [frame for frame, _ in traceback.walk_tb(info.value.__traceback__)]
+    assert frames[-1].f_code.co_name == "progress"
+    assert frames[-1].f_locals["important"] == "the caller's state at iteration 1"
+    runner_frames = [f for f in frames if f.f_globals["__name__"] == "cdfts_dask.runner"]
+    assert runner_frames and all(f.f_locals == {} for f in runner_frames)
+
+
 #: for _held_back_block: the in-process scheduler, and the points (NaN in both row chunks)
 _HELD_BACK: dict = {}
 
