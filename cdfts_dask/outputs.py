@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import absolute, missing_folder, replaced_atomically
+from .paths import absolute, check_folder, replaced_atomically
 from .store import write_output_zarr
 
 FORMATS = (".csv", ".npy", ".zarr")
@@ -24,15 +24,14 @@ def output_format(path) -> str:
 
 
 def check_writable(path) -> None:
-    """Fail early (before any computation) if ``path``'s directory cannot be written."""
+    """Fail early (before any computation) if ``path``'s directory cannot be written, or ``path`` is an
+    existing file or folder (a Zarr array) that its user may not write: replacing a folder means
+    emptying it, which a read-only one refuses half-way (its files were left behind as a ``.partial``)."""
     parent = Path(path).resolve().parent
-    if parent.exists() and not parent.is_dir():
-        raise ValueError(f"output: {str(parent)!r} is a file, not a directory")
-    if not parent.is_dir():
-        raise ValueError(missing_folder("output", parent))
+    check_folder("output", parent)
     if not os.access(parent, os.W_OK):
         raise ValueError(f"output: directory is not writable: {str(parent)!r}")
-    if Path(path).is_file() and not os.access(path, os.W_OK):
+    if Path(path).exists() and not os.access(path, os.W_OK):
         mode = stat.S_IMODE(os.stat(path).st_mode)
         raise ValueError(f"output: {str(path)!r} exists and is write-protected (mode {mode:04o}); "
                          "make it writable to replace it, or choose another output path")  # fmt: skip
@@ -69,6 +68,7 @@ def write_table(
         write_output_zarr(path, X, attrs)
         return
     with replaced_atomically(path, "output") as tmp:  # a failed write names the output
+        _made_like(tmp, path)
         if fmt == ".npy":
             with open(tmp, "wb") as fh:
                 np.save(fh, X)
@@ -81,6 +81,20 @@ def write_table(
                 for i, row in enumerate(X):
                     cells = [repr(float(x)) for x in row]
                     writer.writerow(cells + ([labels[i]] if labels is not None else []))
+
+
+def _made_like(tmp: Path, path: Path) -> None:
+    """Create the temporary file ``tmp``, empty, with the permission bits of the file ``path`` it will
+    replace, before a byte is written to it: a private (0600) output is never readable by others while
+    it is written (the writer opens the file that exists, which keeps its mode).  Nothing when ``path``
+    is no file (a new output takes the umask's mode, as any new file)."""
+    if not path.is_file():
+        return
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
+    finally:
+        os.close(fd)
 
 
 def _line_end(names, labels) -> str:

@@ -235,13 +235,19 @@ def checkpoint_state(path) -> str:
     return "empty" if entries == {"zarr.json"} and not attrs else "foreign"
 
 
-def missing_folder(what: str, folder) -> str:
-    """``"<what>: directory does not exist: '<folder>'"``, and why when a name in it starts with ``~``:
-    the shell leaves ``--checkpoint=~/runs`` as it is, and Python does not expand it either."""
-    said = f"{what}: directory does not exist: {str(folder)!r}"
-    if any(part.startswith("~") for part in Path(folder).parts):
-        said += " ('~' is not expanded here, as the shell leaves it after '=': write the home folder out)"
-    return said
+def check_folder(what: str, folder) -> None:
+    """Refuse the folder ``what`` (``"output"``, ``"checkpoint"``) is to be written in when it is a file
+    or does not exist (a run makes no folders: a typo would hold its result), saying why when a name in
+    it starts with ``~``: the shell leaves ``--checkpoint=~/runs`` as it is, and Python does not expand
+    it either."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{what}: {str(folder)!r} is a file, not a directory")
+    if not folder.is_dir():
+        said = f"{what}: directory does not exist: {str(folder)!r}"
+        if any(part.startswith("~") for part in folder.parts):
+            said += " ('~' is not expanded here, as the shell leaves it after '=': write the home folder out)"
+        raise ValueError(said)
 
 
 def existing_run(checkpoint) -> str:
@@ -251,12 +257,12 @@ def existing_run(checkpoint) -> str:
 
 
 def check_checkpoint_path(checkpoint, resume: bool | None = None) -> str:
-    """Refuse a checkpoint path that is a file or a folder of other things, a new one whose folder does
-    not exist (a run does not make folders: a typo would hold the run), and, when ``resume`` is known
+    """Refuse a checkpoint path that is a file or a folder of other things, a new one in a folder that
+    does not exist or is a file (:func:`check_folder`), and, when ``resume`` is known
     and false, one holding a run (:func:`existing_run`); return its state."""
     state = checkpoint_state(checkpoint)
-    if state == "absent" and not Path(checkpoint).parent.is_dir():
-        raise ValueError(missing_folder("checkpoint", Path(checkpoint).parent))
+    if state == "absent":
+        check_folder("checkpoint", Path(checkpoint).parent)
     if state == "run" and resume is not None and not resume:
         raise FileExistsError(existing_run(checkpoint))
     if state == "file":

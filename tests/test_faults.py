@@ -680,12 +680,15 @@ def test_a_checkpoint_in_a_folder_that_does_not_exist_is_refused_before_work(tmp
     """Regression (found by a storage audit, 2026-11-29): the run made the missing folders of a checkpoint
     (outputs refuse them), so ``--checkpoint=~/runs/ck.zarr``, where the shell leaves ``~`` as it is
     after ``=``, made ``./~/runs/ck.zarr``, exit 0 (a later ``rm -rf ~`` would hit the home folder), and a
-    typo held the run; ``--checkpoint ''`` was checked as the working directory."""
+    typo held the run; ``--checkpoint ''`` was checked as the working directory.  A folder that is a file
+    is named so (a review of the fix: it said "directory does not exist")."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
     args = ["transform", str(SYN), "o.npy", "--label", "label", "--quiet", "--checkpoint"]
+    (tmp_path / "afile").write_text("x")
     for given, said in (("~/runs/ck.zarr", f"checkpoint: directory does not exist: '{tmp_path}/~/runs' "
                          "('~' is not expanded here"), ("typo/ck.zarr", "directory does not exist"),
+                        ("afile/ck.zarr", f"checkpoint: '{tmp_path}/afile' is a file, not a directory"),
                         ("", "--checkpoint must be a path, got the empty string")):  # fmt: skip
         for resume in ([], ["--resume"]):
             assert cli_main([*args, given, *resume]) == 2
@@ -695,7 +698,7 @@ def test_a_checkpoint_in_a_folder_that_does_not_exist_is_refused_before_work(tmp
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint="~/ck.zarr")
     with pytest.raises(ValueError, match=r"output: directory does not exist: .*'~' is not expanded"):
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", output="~/o.npy")
-    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_a_store_holding_a_run_without_resume_is_refused_before_work(tmp_path, capsys, monkeypatch, syn_X):
@@ -827,29 +830,53 @@ sys.stdin.read()
 """
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".npy"])
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
 def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(tmp_path, capsys, monkeypatch,
                                                                               suffix):
     """Regression (found by a storage audit, 2026-11-29): an existing output of mode 0444 was replaced,
     exit 0, where the shell's ``>`` and ``np.savetxt`` refuse it; and a replaced output took the new
     file's mode: a private 0600 output became 0644.  Now a file the user may not write is refused before
-    work, naming it and its mode, and a replaced file keeps its permission bits."""
+    work, naming it and its mode, and a replaced file keeps its permission bits, from its first byte
+    on (a review of the fix: the temporary was 0644 while written, then made 0600).  A read-only Zarr
+    output folder is refused too (replacing it failed half-way and left its files as a ``.partial``)."""
+    import cdfts_dask.outputs as outputs
+
     out = tmp_path / f"out{suffix}"
-    args = ["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]
-    out.write_text("keep")
-    out.chmod(0o444)
-    if os.geteuid() == 0:  # root may write any file: stand in for a user's os.access on this one
+    label = ["--no-label"] if suffix == ".zarr" else ["--label", "label"]  # a points-only output: no warning
+    args = ["transform", str(SYN), str(out), *label, "--max-iter", "1", "--quiet"]
+    if suffix == ".zarr":
+        zarr.create_array(str(out), shape=(3, 2), dtype="f8")[...] = 1.0
+    else:
+        out.write_text("keep")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    mode = 0o555 if suffix == ".zarr" else 0o444
+    out.chmod(mode)
+    if os.geteuid() == 0:  # root may write anything: stand in for a user's os.access on this one
         access = os.access
-        monkeypatch.setattr(os, "access", lambda p, mode, **kw: (mode & os.W_OK == 0 or Path(p) != out)
-                            and access(p, mode, **kw))  # fmt: skip
+        monkeypatch.setattr(os, "access", lambda p, m, **kw: (m & os.W_OK == 0 or Path(p) != out)
+                            and access(p, m, **kw))  # fmt: skip
     monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
     assert cli_main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"output: '{out}' exists and is write-protected (mode 0444)" in err[0], err
-    assert out.read_bytes() == b"keep"
+    assert len(err) == 1 and f"output: '{out}' exists and is write-protected (mode {mode:04o})" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
     monkeypatch.undo()
+    if suffix == ".zarr":
+        return
     out.chmod(0o600)
+    modes = []
+
+    def recording(write):
+        def wrapper(fh, *a, **k):
+            modes.append(stat.S_IMODE(os.fstat(fh.fileno()).st_mode))
+            return write(fh, *a, **k)
+
+        return wrapper
+
+    monkeypatch.setattr(outputs.np, "save", recording(np.save))
+    monkeypatch.setattr(outputs.csv, "writer", recording(outputs.csv.writer))
     assert cli_main(args) == 0
+    assert modes == [0o600]  # the temporary, as it is written
     assert out.read_bytes() != b"keep" and stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
