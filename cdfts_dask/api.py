@@ -392,7 +392,7 @@ def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dt
     """The result as the caller expects it: a ``.zarr`` ``output`` written by a worker and returned
     opened read-only; for a dask array in, a dask array of ``dtype`` (the run's), backed by the result on
     the workers when the cluster outlives this call and the run kept no model, else by the values here
-    (a model's ``outputs``, already fetched: an estimator's ``embedding_`` outlives the client and
+    (a copy of a model's ``outputs``, already fetched: an estimator's ``embedding_`` outlives the client and
     pickles); else NumPy, also written to a ``.npy`` / ``.csv`` ``output`` atomically by
     :func:`outputs.write_table` (the command line's writer; a CSV's columns are named ``header``, the
     input's column names, when known).

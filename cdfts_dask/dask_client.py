@@ -208,8 +208,8 @@ def refuse_no_client_in_a_task() -> None:
     raise ValueError(
         f"client=None inside a task on the Dask worker {address}: a run there may neither start an embedded "
         "cluster nor wait on the worker's client from a task that holds one of its threads; inside the "
-        "task, pass the worker's client with 'with distributed.worker_client() as c: cdf_ts(X, client=c)' "
-        "(the task leaves the worker's thread pool while the run waits), or use method='dense'"
+        "task, pass client=c from 'with distributed.worker_client() as c:' (e.g. cdf_ts(X, client=c); the "
+        "task leaves the worker's thread pool while the run waits), or use method='dense'"
     )
 
 

@@ -52,7 +52,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         references and statistics, and the fit points' outputs; about ``(T + 1) x n_f x d`` values)
     embedding_ : the fit points' output (n x d; with ``n_references < n``, the drawn rows'): a NumPy array,
         or, for a dask array, Zarr array or large CSV fitted exactly, a dask array chunked like it that
-        holds the values (the model's outputs): it outlives the client and pickles
+        holds a copy of the model's outputs (on the client: it outlives the client and pickles)
     sample_indices_ : rows drawn as references (``n_references < n``), else None
     n_iter_ : iterations run; ``deltas_`` (NumPy array): Delta after each iteration
     converged_ : whether Delta fell to ``delta`` before ``max_iter``

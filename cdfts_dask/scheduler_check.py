@@ -43,7 +43,8 @@ def check_scheduler(address: str, security=None) -> None:
         raise ValueError(f"client: not a usable Dask scheduler address {address!r}: {exc}") from None
     from distributed.security import Security
 
-    security = Security() if security is None else security  # None: Dask's TLS configuration, if any
+    no_security = security is None
+    security = Security() if no_security else security  # None: Dask's TLS configuration, if any
     connection_args = security.get_connection_args("client")
 
     async def handshake():
@@ -73,9 +74,11 @@ def check_scheduler(address: str, security=None) -> None:
                 "listens there?)"
             ) from None
         except Exception as exc:  # refused, unknown scheme, TLS failure
+            hint = scheme == "tls" and no_security
+            tls = " (a tls:// scheduler needs its certificates: pass security=)" if hint else ""
             raise ValueError(
                 f"client: cannot reach a Dask scheduler at {address!r}: "
-                f"{type(exc).__name__}: {str(exc)[:200]}"
+                f"{type(exc).__name__}: {str(exc)[:200]}{tls}"
             ) from None
     if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
         raise ValueError(f"client: {address!r} answered, but not as a Dask scheduler: {str(reply)[:200]}")
