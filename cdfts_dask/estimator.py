@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pandas as pd
@@ -131,7 +133,19 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:
             model.check_features(self.model_, X.shape, "X")
             model.check_feature_names(self.model_, header, "X")
+            self._warn_if_names_differ(header is not None)
         return X
+
+    def _warn_if_names_differ(self, named: bool) -> None:
+        """scikit-learn's warning when X has column names and the fit had none, or the other way round,
+        for the inputs it never sees (dask, Zarr, a large CSV); as it says it for NumPy and DataFrames."""
+        fitted = hasattr(self, "feature_names_in_")
+        if named and not fitted:
+            warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names",
+                          UserWarning, stacklevel=3)  # fmt: skip
+        elif fitted and not named:
+            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with "
+                          "feature names", UserWarning, stacklevel=3)  # fmt: skip
 
     #: what a fit sets: a fit that raises removes them all, so that the estimator is unfitted then, never
     #: left with one fit's ``model_`` and another input's ``feature_names_in_`` / ``n_features_in_``

@@ -93,6 +93,37 @@ def test_feature_names_and_set_output(small):
         est.transform(X)
 
 
+def test_a_dask_or_zarr_input_without_names_is_warned_about_as_numpy_is(small, tmp_path, monkeypatch):
+    """Regression (found by an API audit, 2026-11-29): after ``fit(DataFrame)``, ``transform(ndarray)``
+    warns (scikit-learn's check) but ``transform(dask_array)`` and a Zarr path said nothing; and a large
+    CSV with a header after a fit without names said nothing either (the warning scikit-learn gives a
+    DataFrame then)."""
+    import warnings
+
+    import dask.array as da
+    import pandas as pd
+    import zarr
+
+    X, _ = small
+    zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, dtype="f8")[...] = X
+    named = CDFTS(lam=0.1, delta=0.01).fit(pd.DataFrame(X, columns=["width", "height"]))
+    for Y in (da.from_array(X, chunks=(40, 2)), str(tmp_path / "x.zarr")):
+        with pytest.warns(UserWarning, match="X does not have valid feature names, but CDFTS was fitted"):
+            named.transform(Y)
+    plain = CDFTS(lam=0.1, delta=0.01).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain.transform(da.from_array(X, chunks=(40, 2)))  # neither has names: no word
+    with pytest.warns(UserWarning, match="X has feature names, but CDFTS was fitted without"):
+        plain.transform(pd.DataFrame(X, columns=["width", "height"]))  # scikit-learn's own, for comparison
+    from cdfts_dask import csv_blocks
+
+    monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1)  # every CSV read as a large one
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", header="width,height", comments="")
+    with pytest.warns(UserWarning, match="X has feature names, but CDFTS was fitted without"):
+        plain.transform(str(tmp_path / "x.csv"))
+
+
 @pytest.mark.parametrize("n_references", [None, 150])  # fit_transform: the run's result / a replay
 def test_dataframe_in_keeps_its_index_and_column_names_out(small, n_references):
     import pandas as pd
