@@ -132,8 +132,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
       below the Dask configuration value ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR;
       the command line sets 50: its errors are one line of its own).  Refused, before any work, inside
       a task on a Dask worker (:func:`refuse_no_client_in_a_task`), and where the embedded cluster
-      cannot start its processes (:func:`refuse_an_embedded_cluster_here`: a daemonic process, a
-      joblib / loky worker).
+      cannot start its processes (:func:`local_cluster`: a daemonic process, a joblib / loky worker).
 
     ``security`` (a ``distributed.security.Security``, e.g. TLS certificates) is passed to the client
     for a scheduler address and to the embedded cluster (a given or default client keeps its own
@@ -186,7 +185,6 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         check_workers(ambient, gpu)
         yield ambient
         return
-    refuse_an_embedded_cluster_here()
     cluster = local_cluster(n_workers, gpu, security)
     with cluster, Client(cluster, security=security) as c:
         _TEMPORARY.add(c)
@@ -245,8 +243,11 @@ def local_cluster(n_workers: int | None, gpu: bool = False, security=None):
     per visible GPU).  Its processes block SIGINT (a Ctrl-C while it starts is kept for this process:
     :func:`_sigint_held_from_children`) and it drops log records below the Dask configuration value
     ``cdfts.embedded-cluster.silence-logs`` (default 40, ERROR).  The embedded cluster of
-    :func:`dask_client` and the benchmarks' clusters."""
+    :func:`dask_client` and the benchmarks' clusters; refused, before any work, where it cannot start
+    its processes (:func:`refuse_an_embedded_cluster_here`)."""
     import dask
+
+    refuse_an_embedded_cluster_here()
 
     local = dict(
         host="127.0.0.1",

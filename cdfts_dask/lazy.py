@@ -62,24 +62,19 @@ class LazyInput:
     def to_worker(self, client):
         """Future of the validated float64 array, assembled on a worker; raises the worker's error here.
 
-        A failed read is released before its error is raised: the client keeps the error in the future's
-        state, and raising it adds this frame (which holds the future) to its traceback, a loop through
-        the client's future table that kept the future, the scheduler's tasks and the input until the
-        client closed (10 failed runs on one client: +130 MiB, 70 tasks).  NaN / inf is named at its first
-        row (:func:`_nonfinite_error`), not in the block that happened to fail first."""
+        NaN / inf is named at its first row (:func:`_nonfinite_error`), not in the block that happened to
+        fail first.  The futures of a failed read are released as the error leaves the tiled run
+        (:func:`cdfts_dask.api._forget_the_runs_futures` clears this frame)."""
         # a fresh graph name per run: equal inputs must not share keys with a run still being released
         name = f"cdfts-input-{uuid.uuid4().hex}"
         values = self.array.map_blocks(_float64_block, self.name, dtype=np.float64, name=name)
         future, found = client.compute([values, _first_nonfinite_per_block(values)])  # reads shared
         # each waits through the future's own client (which need not be the default)
         error = found.exception() or future.exception() or _nonfinite_error(found.result(), self.name)
-        if error is None:
-            client.replicate([future])  # worker to worker, like the broadcast scatter of in-memory input
-            return future
-        future.release()  # the client and the scheduler forget the failed graph
-        found.release()
-        del future, found, values
-        raise error
+        if error is not None:
+            raise error
+        client.replicate([future])  # worker to worker, like the broadcast scatter of in-memory input
+        return future
 
 
 def _check_block(block: np.ndarray, name: str, block_info=None) -> np.ndarray:

@@ -67,8 +67,7 @@ def write_table(
     if fmt == ".zarr":
         write_output_zarr(path, X, attrs)
         return
-    with replaced_atomically(path, "output") as tmp:  # a failed write names the output
-        _made_like(tmp, path)
+    with replaced_atomically(path, "output", file=True) as tmp:  # a failed write names the output
         if fmt == ".npy":
             with open(tmp, "wb") as fh:
                 np.save(fh, X)
@@ -81,20 +80,6 @@ def write_table(
                 for i, row in enumerate(X):
                     cells = [repr(float(x)) for x in row]
                     writer.writerow(cells + ([labels[i]] if labels is not None else []))
-
-
-def _made_like(tmp: Path, path: Path) -> None:
-    """Create the temporary file ``tmp``, empty, with the permission bits of the file ``path`` it will
-    replace, before a byte is written to it: a private (0600) output is never readable by others while
-    it is written (the writer opens the file that exists, which keeps its mode).  Nothing when ``path``
-    is no file (a new output takes the umask's mode, as any new file)."""
-    if not path.is_file():
-        return
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
-    finally:
-        os.close(fd)
 
 
 def _line_end(names, labels) -> str:

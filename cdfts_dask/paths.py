@@ -88,18 +88,22 @@ def remove_stale_temporaries(path) -> list[str]:
 
 
 @contextmanager
-def replaced_atomically(path, what: str | None = None) -> Iterator[Path]:
+def replaced_atomically(path, what: str | None = None, file: bool = False) -> Iterator[Path]:
     """Yield a :func:`temporary_sibling` of ``path`` to write a file or a folder (a Zarr store) into; when
     the block ends without an error it is renamed onto ``path`` and the temporaries of killed writers are
     removed; on an error it is removed and ``path`` is left as it was.  A file replaces a file in one
     rename (a reader sees the old file or the whole new one); a folder replacing anything is renamed in
     after the old one is moved aside, which is removed last.  With ``what`` (``"output"``,
     ``"checkpoint"``) a failed write names ``path`` (:func:`write_errors_named`), its reason taken while
-    the temporary still fills a full disk."""
+    the temporary still fills a full disk.  With ``file`` (the block writes a file, not a folder) the
+    temporary is made first, empty, with the permission bits of the file it will replace
+    (:func:`_made_like`)."""
     path = Path(path)
     tmp = temporary_sibling(path)
     try:
         with write_errors_named(what, path) if what else contextlib.nullcontext():
+            if file:
+                _made_like(tmp, path)
             yield tmp
             if tmp.is_dir() and (path.exists() or path.is_symlink()):
                 old = temporary_sibling(path)
@@ -107,7 +111,6 @@ def replaced_atomically(path, what: str | None = None) -> Iterator[Path]:
                 os.replace(tmp, path)
                 _remove(old)
             else:
-                _keep_mode(path, tmp)
                 os.replace(tmp, path)
             remove_stale_temporaries(path)
     finally:
@@ -115,14 +118,18 @@ def replaced_atomically(path, what: str | None = None) -> Iterator[Path]:
             _remove(tmp)
 
 
-def _keep_mode(path: Path, tmp: Path) -> None:
-    """Give the new file ``tmp`` the permission bits of the file ``path`` it replaces (a private 0600
-    output stays private), as an editor saving over a file does; nothing when there is no such file."""
+def _made_like(tmp: Path, path: Path) -> None:
+    """Create the temporary file ``tmp``, empty, with the permission bits of the file ``path`` it will
+    replace, before a byte is written to it, as an editor saving over a file keeps them: a private (0600)
+    output is never readable by others, not even while it is written (the writer opens the file that
+    exists, which keeps its mode).  Nothing when ``path`` is no file (a new file takes the umask's mode)."""
+    if not path.is_file():
+        return
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        if path.is_file() and tmp.is_file():
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-    except OSError:
-        pass  # a mode that cannot be copied leaves the new file's own (the umask's)
+        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
+    finally:
+        os.close(fd)
 
 
 def write_error_reason(exc: OSError, directory: Path) -> str:

@@ -530,5 +530,5 @@ def run(args) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    with replaced_atomically(path) as tmp:
+    with replaced_atomically(path, file=True) as tmp:
         tmp.write_text(text)

@@ -8,14 +8,13 @@ import sys
 import time
 import warnings
 
-from ..api import cdf_ts
+from ..api import cdf_ts, checked_run_paths
 from ..csv_blocks import csv_blocks, csv_labels, is_large_csv
 from ..csv_input import LABEL_LIKE_NAMES, csv_layout, label_like_columns
 from ..inputs import read_table
 from ..log import logger, verbosity
-from ..outputs import check_writable, label_name, output_format, write_table
+from ..outputs import label_name, output_format, write_table
 from ..params import DENSE_MAX_N, RunParams
-from ..paths import absolute, check_run_paths
 from ..sampling import check_n_references, check_random_state
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
@@ -136,9 +135,10 @@ def large_csv_input(args):
     return features, labels, header
 
 
-#: the option of each ``cdf_ts`` argument that :func:`check_run_options` checks
+#: the option of each ``cdf_ts`` argument that :func:`check_run_options` and the path checks name
 OPTION_OF = {"lam": "--lam", "delta": "--delta", "max_iter": "--max-iter", "k": "-k",
-             "tile_size": "--tile-size", "n_references": "--references", "random_state": "--random-state"}
+             "tile_size": "--tile-size", "n_references": "--references", "random_state": "--random-state",
+             "checkpoint": "--checkpoint"}
 
 
 @contextlib.contextmanager
@@ -187,11 +187,8 @@ def _run(args) -> int:
             "(all points are fitted, nothing is drawn)",
             stacklevel=2,
         )
-    output_format(args.output)
-    check_writable(args.output)
-    if args.checkpoint is not None:
-        args.checkpoint = absolute(args.checkpoint, "--checkpoint")  # '' is no path (it was the cwd)
-    check_run_paths([args.input], output=args.output, checkpoint=args.checkpoint, resume=args.resume)
+    with options_named():  # as cdf_ts checks them: the checkpoint made absolute ('' is no path)
+        args.checkpoint, _ = checked_run_paths(args.input, args.checkpoint, args.output, resume=args.resume)
     if _workers_read(args):  # out-of-core: a Zarr input is read chunk-wise by the workers
         X, labels, header = args.input, None, None
     elif is_large_csv(args.input):

@@ -29,7 +29,7 @@ def _save(fig, path) -> None:
     """Write ``fig`` as a PNG at ``path`` under a temporary name first (never a half-written PNG), and
     close it."""
     try:
-        with replaced_atomically(path) as tmp:
+        with replaced_atomically(path, file=True) as tmp:
             fig.savefig(tmp, dpi=80, format="png")
     finally:
         plt.close(fig)
