@@ -252,18 +252,44 @@ def _cupy():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 5)])
-def test_gpu_bodies_equal_oracle(dtype, estimator, k):
-    """The task bodies on CuPy arrays on one device, tiles of 128 threads against n = 1000."""
+@pytest.mark.parametrize("stream", ["legacy default", "non-blocking"])
+def test_gpu_bodies_equal_oracle(dtype, estimator, k, stream):
+    """The task bodies on CuPy arrays on one device, tiles of 128 threads against n = 1000; also inside a
+    caller's non-blocking CuPy stream (which does not wait for the legacy default stream: a kernel left
+    there would be read before it ends)."""
+    import contextlib
+
     cupy = _cupy()
     from cdfts_dask.engine import cuda
 
     X = normalised(awkward(1000, 4, seed=1))
     ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.1, estimator, k)
     assert isinstance(cuda.prepare(X, dtype), cupy.ndarray)
-    m, stats, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=3, rows=300)
+    where = cupy.cuda.Stream(non_blocking=True) if stream == "non-blocking" else contextlib.nullcontext()
+    with where:
+        m, stats, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=3, rows=300)
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
+def test_kernels_launch_on_cupys_current_stream(monkeypatch):
+    """A launch goes to CuPy's current stream (wrapped by numba's ``external_stream``), and to numba's
+    default (0) when that is the legacy default stream (pointer 0), as on a dask-cuda worker."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.engine import cuda
+
+    current = SimpleNamespace(ptr=0)
+    fake_cupy = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: current))
+    monkeypatch.setattr(cuda, "SIMULATOR", False)
+    monkeypatch.setattr(cuda, "xp", fake_cupy)
+    monkeypatch.setattr(cuda, "numba_cuda", SimpleNamespace(external_stream=lambda ptr: ("external", ptr)))
+    assert cuda._stream() == 0
+    current.ptr = 0x5A17
+    assert cuda._stream() == ("external", 0x5A17)
+    source = inspect.getsource(cuda)
+    assert source.count(", THREADS, _stream()](") == 5 and ", THREADS](" not in source  # every launch
 
 
 @pytest.mark.gpu

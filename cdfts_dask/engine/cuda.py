@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import cuda as numba_cuda
 
 from ..normalise import column_span
 from . import cuda_kernels
@@ -43,6 +44,18 @@ KNN_PANEL_BYTES = 256 * 2**20
 
 def _blocks(rows: int) -> int:
     return max(1, math.ceil(rows / THREADS))
+
+
+def _stream():
+    """CuPy's current stream as numba's launch argument, so that a kernel runs in order with the CuPy
+    operations around it (which read its output and return its arguments' memory to CuPy's pool) also
+    inside ``with cupy.cuda.Stream(non_blocking=True):``.  0 (numba's default, the legacy default stream)
+    when CuPy's current stream is that one, as on a dask-cuda worker, and under the simulator (no streams:
+    each launch runs to completion)."""
+    if SIMULATOR:
+        return 0
+    ptr = xp.cuda.get_current_stream().ptr
+    return 0 if ptr == 0 else numba_cuda.external_stream(ptr)
 
 
 def _kernels(d: int, dtype) -> tuple:
@@ -81,7 +94,7 @@ def diameter_part(X, part: int, parts: int, index: None = None) -> float:
     a, b = spans[part]
     out = xp.zeros(b - a)
     max_sq = _kernels(d, X.dtype)[0]
-    max_sq[_blocks(b - a), THREADS](X, a, b, out)
+    max_sq[_blocks(b - a), THREADS, _stream()](X, a, b, out)
     return float(out.max())
 
 
@@ -99,7 +112,7 @@ def counts_part(X, part: int, parts: int, T: float, index: None = None) -> np.nd
         a, b = rows
         Tlo, Thi = guard_band(np.array([T]), d, X.dtype)
         count_rows = _kernels(d, X.dtype)[1]
-        count_rows[_blocks(b - a), THREADS](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
+        count_rows[_blocks(b - a), THREADS, _stream()](X, a, b, np.float64(T), Tlo[0], Thi[0], counts)
     return to_host(counts)
 
 
@@ -126,13 +139,13 @@ def kth_part(
     if kth_buffered(k):
         out = xp.empty(b - a)
         kern = cuda_kernels.kth_kernel(d, k + 1, str(X.dtype), THREADS, cuda_kernels.STATIC_SHARED_BYTES)
-        kern[_blocks(b - a), THREADS](X, a, b, out)
+        kern[_blocks(b - a), THREADS, _stream()](X, a, b, out)
         kth_sq[a:b] = to_host(out)
         return np.sqrt(kth_sq)
     sq_rows = _kernels(d, X.dtype)[2]
     for lo, hi in chunks(a, b, budget_bytes // (8 * n)):
         sq = xp.empty((hi - lo, n))
-        sq_rows[_blocks(n), THREADS](X, lo, hi, sq)
+        sq_rows[_blocks(n), THREADS, _stream()](X, lo, hi, sq)
         kth_sq[lo:hi] = to_host(xp.partition(sq, k, axis=1)[:, k])
     return np.sqrt(kth_sq)
 
@@ -150,7 +163,7 @@ def shift_sums(P, Y, plan: ShiftPlan):
     B = xp.zeros((Y.shape[0], d))
     kern = _kernels(d, P.dtype)[3]
     coef = [xp.asarray(v) for v in (plan.T, plan.Tlo, plan.Thi, plan.rin, plan.a, plan.bm, plan.lam, plan.q)]
-    kern[_blocks(Y.shape[0]), THREADS](P, xp.ascontiguousarray(Y), *coef, float(plan.m[0]), A, B)
+    kern[_blocks(Y.shape[0]), THREADS, _stream()](P, xp.ascontiguousarray(Y), *coef, float(plan.m[0]), A, B)
     return A / n_ref, B / n_ref
 
 
