@@ -135,23 +135,39 @@ def large_csv_input(args):
     return features, labels, header
 
 
-#: the option of each ``cdf_ts`` argument that :func:`check_run_options` and the path checks name
+#: the command line's name of each ``cdf_ts`` argument that its checks name: an option, or ``input`` for X
+#: (a Zarr INPUT is read by ``cdf_ts`` itself, which names the data ``X``)
 OPTION_OF = {"lam": "--lam", "delta": "--delta", "max_iter": "--max-iter", "k": "-k",
              "tile_size": "--tile-size", "n_references": "--references", "random_state": "--random-state",
-             "checkpoint": "--checkpoint"}
+             "checkpoint": "--checkpoint", "X": "input"}
+
+
+def _as_the_command_lines(message: str) -> str:
+    """``message`` with a leading argument of :data:`OPTION_OF` replaced by the command line's name."""
+    return re.sub(r"^\w+", lambda name: OPTION_OF.get(name[0], name[0]), message)
 
 
 @contextlib.contextmanager
 def options_named():
-    """Errors of ``cdf_ts``'s argument checks as the command line's: a message that starts with an
-    argument of :data:`OPTION_OF` starts with its option instead (``--lam must lie in ...``)."""
+    """Errors and warnings of ``cdf_ts`` as the command line's: a message that starts with an argument
+    of :data:`OPTION_OF` starts with its name there instead (``--lam must lie in ...``, ``input: 1 of 4
+    chunks ...``)."""
+    shown = warnings.showwarning
+
+    def renamed(message, category, *where, **kwargs):
+        said = _as_the_command_lines(str(message))
+        return shown(category(said) if said != str(message) else message, category, *where, **kwargs)
+
+    warnings.showwarning = renamed
     try:
         yield
     except (ValueError, TypeError) as exc:
-        said = re.sub(r"^\w+", lambda name: OPTION_OF.get(name[0], name[0]), str(exc))
+        said = _as_the_command_lines(str(exc))
         if said == str(exc):
             raise
         raise type(exc)(said) from None
+    finally:
+        warnings.showwarning = shown
 
 
 def check_run_options(args) -> None:
