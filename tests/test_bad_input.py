@@ -814,7 +814,8 @@ def test_truncated_zarr_chunk_in_the_input_is_named(tmp_path, capsys, method, cl
     chunk.write_bytes(chunk.read_bytes()[:7])
     flags = ["--method", method] + (["--scheduler", client.scheduler.address] if method == "tiled" else [])
     code = cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet", *flags])
-    assert_one_line_error(code, capsys.readouterr().err, r"error: input: cannot read the Zarr chunk at \[20:30, 0:2\]")
+    said = capsys.readouterr().err
+    assert_one_line_error(code, said, r"error: input: cannot read the Zarr chunk at \[20:30, 0:2\]")
 
 
 def test_a_long_bad_cell_in_a_file_with_a_plus_sign_is_named_at_once(tmp_path):
