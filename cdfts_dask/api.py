@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
-from .dask_client import dask_client, outlives_the_run
+from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
@@ -274,6 +274,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
                        header=fit.feature_names)
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
+    from distributed.comm import CommClosedError
 
     with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda", security=fit.security) as c:
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
@@ -282,7 +283,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
             return _fit_tiled(c, fit, p, args, output)
-        except (FutureCancelledError, KilledWorker) as exc:
+        except (FutureCancelledError, KilledWorker, CommClosedError) as exc:  # the last: in a broadcast
             _forget_the_runs_futures(exc)
             raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
         except BaseException as exc:
@@ -325,7 +326,11 @@ def _workers_lost_message(exc: BaseException, checkpoint) -> str:
         else "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
     )
     reason = str(exc).splitlines()[0][:200] if str(exc) else ""
-    return f"the Dask workers holding this run's data were lost ({type(exc).__name__}: {reason}); {how}"
+    return (
+        f"the Dask workers holding this run's data were lost ({type(exc).__name__}: {reason}); {how} "
+        "(where the workers' logs say they exceeded their memory budget, give each more memory first: "
+        f"about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data)"
+    )
 
 
 def fit_sample(fit: FitSpec) -> runner.RunResult:

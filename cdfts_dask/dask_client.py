@@ -4,6 +4,7 @@ session's default client, or an embedded cluster started for the run."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import warnings
 import weakref
@@ -58,6 +59,42 @@ def worker_wait() -> float | None:
     return check_duration(value, "the Dask configuration value cdfts.worker-wait", "5 minutes")
 
 
+#: what a worker process of a run holds before any of its data: Python, NumPy, Dask, cdfts-dask and the
+#: loaded numba kernels (measured 2026-12-06 on Linux: 203 MiB with cached kernels, 290 MiB while
+#: compiling them and in a sampled fit's transform)
+WORKER_FOOTPRINT = 300 * 2**20
+
+
+def warn_if_workers_would_pause(client) -> None:
+    """Warn, naming the workers, when a worker's Dask memory limit is so low that the memory it holds
+    before any data (:data:`WORKER_FOOTPRINT`) reaches the fraction at which Dask pauses it (or, with
+    pausing off, restarts it): a paused worker runs no task, and a run waits on it without an end (a
+    restarted one is lost again at once).  The fractions are this process's Dask configuration
+    (``distributed.worker.memory.pause`` / ``terminate``); a limit of 0 (none) never warns."""
+    import dask
+
+    memory = dask.config.get("distributed.worker.memory")
+    action, fraction = next(((key, float(memory[key])) for key in ("pause", "terminate") if memory.get(key)),
+                            ("terminate", 1.0))  # fmt: skip
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    limits = {addr: info.get("memory_limit") or 0 for addr, info in workers.items()}
+    low = {addr: limit for addr, limit in limits.items() if 0 < limit * fraction < WORKER_FOOTPRINT}
+    if low:
+        mib = "/".join(str(v) for v in sorted({round(limit / 2**20) for limit in low.values()}))
+        enough = math.ceil(WORKER_FOOTPRINT / fraction / 2**26) * 64  # MiB, in steps of 64
+        what = "pauses" if action == "pause" else "restarts"
+        warnings.warn(
+            f"the Dask workers {', '.join(sorted(low))} have a memory limit of {mib} MiB, and Dask "
+            f"{what} a worker at {fraction:.0%} of it: a cdfts-dask worker holds about "
+            f"{WORKER_FOOTPRINT // 2**20} MiB before any data (Python, Dask, the numba kernels), so this "
+            "run may wait on paused workers without an end, or lose them; give each worker at least "
+            f"{enough} MiB plus its share of the data (LocalCluster(memory_limit=...), dask worker "
+            "--memory-limit)",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
 def check_workers(client, gpu: bool = False) -> None:
     """Refuse, before any work, a cluster this run did not start that cannot run it (one-line errors
     naming the scheduler and the workers):
@@ -69,7 +106,10 @@ def check_workers(client, gpu: bool = False) -> None:
       run wait for it) or with another version (it would run its own copy of the kernels), asked with
       :func:`_cannot_import` and each worker's ``cdfts_dask.__version__``;
     * for ``gpu``, a worker without CuPy (a cluster mixing CPU and GPU workers would send CUDA tasks to
-      the CPU ones).
+      the CPU ones);
+
+    and warns where a worker's memory limit would pause it before any data
+    (:func:`warn_if_workers_would_pause`).
     """
     from . import __version__
 
@@ -104,6 +144,7 @@ def check_workers(client, gpu: bool = False) -> None:
             f"client: the workers {listed} of {where} have another cdfts-dask than this client "
             f"({__version__}); install one version everywhere (each worker runs its own copy of the kernels)"
         )
+    warn_if_workers_would_pause(client)
     no_gpu = _cannot_import(client, _gpu_array_module()) if gpu else []
     if no_gpu:
         raise ValueError(

@@ -109,6 +109,36 @@ def test_a_worker_wait_of_none_or_a_duration_runs(X, client, value):
     np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("limit,pausing", [("200MiB", True), ("200MiB", False), ("1GiB", True), (0, True)])
+def test_workers_whose_memory_limit_pauses_them_before_any_data_are_named(limit, pausing):
+    """Found by a memory audit (2026-12-06): on workers of 150-250 MiB (Dask pauses at 80 %) the run
+    waited on paused workers without a word, for ever; now a warning names them, the limit and what
+    is enough, before any work.  With pausing off, the restart fraction (95 %) counts; no limit (0) or
+    a limit well above the footprint says nothing."""
+    import warnings
+
+    import dask
+
+    from cdfts_dask.dask_client import dask_client
+
+    options = dict(n_workers=1, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
+    config = {} if pausing else {"distributed.worker.memory.pause": False}
+    with dask.config.set(config), LocalCluster(memory_limit=limit, **options) as cluster:
+        with Client(cluster) as c, warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            with dask_client(c):
+                pass
+    memory = [str(w.message) for w in said if "memory limit" in str(w.message)]
+    if limit != "200MiB":
+        assert memory == []
+        return
+    pauses = ("pauses a worker at 80%", "at least 384 MiB")
+    expected = pauses if pausing else ("restarts a worker at 95%", "at least 320 MiB")
+    named = r"workers tcp://127\.0\.0\.1:\d+ have a memory limit of 200 MiB"
+    assert len(memory) == 1 and re.search(named, memory[0]), memory
+    assert all(part in memory[0] for part in expected), memory[0]
+
+
 @simulated_cuda
 def test_a_cuda_run_on_workers_without_the_gpu_array_module_is_refused(X, client, monkeypatch):
     """Regression: ``backend="cuda"`` on a cluster with CPU workers (the compose ``gpu`` profile adds GPU

@@ -220,7 +220,27 @@ def test_workers_lost_again_and_again_gives_up_with_one_line(tmp_path, syn_X, mo
                               progress=progress)  # fmt: skip
     message = str(err.value)
     assert "\n" not in message and "resume=True" in message and str(ckpt) in message, message
+    assert "exceeded their memory budget, give each more memory" in message, message
     assert store.Checkpoint(ckpt).completed == 1  # what was saved is there to resume from
+
+
+def test_a_broadcast_whose_connection_closes_is_workers_lost(syn_X, client, monkeypatch):
+    """Found by a memory audit (2026-12-06): workers restarted for memory while the points were broadcast
+    to them gave Dask's bare ``CommClosedError: in <TCP (closed) Scheduler Broadcast ...>``; it is the
+    run's ``WorkersLost`` (one line, how to go on, the memory hint)."""
+    from distributed.comm import CommClosedError
+
+    from cdfts_dask.engine import graph
+
+    def closed(self, X):
+        raise CommClosedError("in <TCP (closed) Scheduler Broadcast local=tcp://a>: Stream is closed")
+
+    monkeypatch.setattr(graph.TiledEngine, "put", closed)
+    with pytest.raises(cdfts_dask.WorkersLost) as err:
+        cdfts_dask.cdf_ts(syn_X, max_iter=1, method="tiled", client=client)
+    message = str(err.value)
+    assert "\n" not in message and "(CommClosedError: in <TCP (closed) Scheduler Broadcast" in message
+    assert "run it again" in message and "give each more memory" in message, message
 
 
 # -- the client killed: --resume continues from the last complete iteration -------------------------------
