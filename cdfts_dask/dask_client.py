@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 import warnings
 import weakref
 
@@ -93,6 +94,48 @@ def warn_if_workers_would_pause(client) -> None:
             UserWarning,
             stacklevel=2,
         )
+
+
+#: how often (seconds) a tiled run asks the scheduler whether its workers are paused
+PAUSE_POLL = 10.0
+
+
+@contextlib.contextmanager
+def warn_while_workers_pause(client):
+    """While the block runs, ask the scheduler every :data:`PAUSE_POLL` seconds whether every worker is
+    paused (Dask pauses a worker whose memory reached its pause fraction: it runs no task, and a run
+    waits on it); at the second ask in a row that finds them all paused, warn once, naming them.  The
+    run goes on waiting (a worker resumes once its memory is freed, e.g. by spilling to disk)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        found = 0
+        while not stop.wait(PAUSE_POLL):
+            try:
+                workers = client.scheduler_info(n_workers=-1).get("workers", {})
+            except Exception:  # the client closing with the run: nothing to watch
+                return
+            paused = workers and all(info.get("status") == "paused" for info in workers.values())
+            found = found + 1 if paused else 0
+            if found == 2:
+                warnings.warn(
+                    f"the Dask workers {', '.join(sorted(workers))} have all been paused for "
+                    f"{2 * PAUSE_POLL:g} s (Dask pauses a worker whose memory reached its pause fraction of "
+                    "its limit; a paused worker runs no task): the run waits until they free memory; give "
+                    f"each worker more memory (about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the "
+                    "data), or stop the run (with a checkpoint it resumes)",
+                    UserWarning,
+                    stacklevel=1,
+                )
+                return
+
+    thread = threading.Thread(target=watch, name="cdfts-pause-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1.0)  # a scheduler that does not answer must not hold the run's end
 
 
 def check_workers(client, gpu: bool = False) -> None:

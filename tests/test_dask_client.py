@@ -139,6 +139,40 @@ def test_workers_whose_memory_limit_pauses_them_before_any_data_are_named(limit,
     assert all(part in memory[0] for part in expected), memory[0]
 
 
+def _set_status(status: str, dask_worker=None) -> None:
+    from distributed.core import Status
+
+    dask_worker.status = Status[status]
+
+
+def test_a_run_whose_workers_are_all_paused_says_so_and_goes_on_when_they_resume(X, monkeypatch):
+    """Found by a memory audit (2026-12-06): workers paused for memory mid-run (Dask's pause at 80 % of
+    their limit) left the run waiting without a word.  Now it warns once, naming them, and the run
+    goes on to the oracle's result once they resume.  (Pausing by memory is off here, so that Dask's
+    own monitor does not resume the workers paused by hand.)"""
+    import threading
+    import warnings
+
+    import dask
+
+    from cdfts_dask import dask_client, oracle
+
+    monkeypatch.setattr(dask_client, "PAUSE_POLL", 0.3)
+    options = dict(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
+    with dask.config.set({"distributed.worker.memory.pause": False}), LocalCluster(**options) as cluster:
+        with Client(cluster) as c, warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            c.run(_set_status, "paused")
+            resume = threading.Timer(3.0, c.run, args=(_set_status, "running"))
+            resume.start()
+            Y = cdf_ts(X, max_iter=2, delta=1e-12, method="tiled", client=c)
+            resume.join()
+    paused = [str(w.message) for w in said if "paused for" in str(w.message)]
+    assert len(paused) == 1 and re.search(r"workers tcp://\S+, tcp://\S+ have all been paused", paused[0])
+    assert "give each worker more memory" in paused[0], paused[0]
+    assert np.abs(Y - oracle.cdf_ts_dense(X, delta=1e-12, max_iter=2).X).max() <= 1e-9
+
+
 @simulated_cuda
 def test_a_cuda_run_on_workers_without_the_gpu_array_module_is_refused(X, client, monkeypatch):
     """Regression: ``backend="cuda"`` on a cluster with CPU workers (the compose ``gpu`` profile adds GPU
