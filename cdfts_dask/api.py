@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
-from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run, warn_while_workers_pause
+from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
@@ -274,7 +274,6 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
                        header=fit.feature_names)
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
-    from distributed.comm import CommClosedError
 
     with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda", security=fit.security) as c:
         if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
@@ -282,9 +281,8 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
         if p.backend == "cpu":
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
-            with warn_while_workers_pause(c):
-                return _fit_tiled(c, fit, p, args, output)
-        except (FutureCancelledError, KilledWorker, CommClosedError) as exc:  # the last: in a broadcast
+            return _fit_tiled(c, fit, p, args, output)
+        except (FutureCancelledError, KilledWorker) as exc:
             _forget_the_runs_futures(exc)
             raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
         except BaseException as exc:

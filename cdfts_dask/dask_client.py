@@ -66,67 +66,79 @@ def worker_wait() -> float | None:
 WORKER_FOOTPRINT = 300 * 2**20
 
 
+def _memory_pause(dask_worker=None) -> tuple[int, float]:
+    """``(memory limit in bytes, fraction of it at which Dask pauses the worker)`` of the worker this
+    runs on (``client.run``), as its own memory manager has them; 0 for no limit, no pausing."""
+    manager = dask_worker.memory_manager
+    return int(manager.memory_limit or 0), float(manager.memory_pause_fraction or 0.0)
+
+
 def warn_if_workers_would_pause(client) -> None:
     """Warn, naming the workers, when a worker's Dask memory limit is so low that the memory it holds
-    before any data (:data:`WORKER_FOOTPRINT`) reaches the fraction at which Dask pauses it (or, with
-    pausing off, restarts it): a paused worker runs no task, and a run waits on it without an end (a
-    restarted one is lost again at once).  The fractions are this process's Dask configuration
-    (``distributed.worker.memory.pause`` / ``terminate``); a limit of 0 (none) never warns."""
-    import dask
-
-    memory = dask.config.get("distributed.worker.memory")
-    action, fraction = next(((key, float(memory[key])) for key in ("pause", "terminate") if memory.get(key)),
-                            ("terminate", 1.0))  # fmt: skip
-    workers = client.scheduler_info(n_workers=-1).get("workers", {})
-    limits = {addr: info.get("memory_limit") or 0 for addr, info in workers.items()}
-    low = {addr: limit for addr, limit in limits.items() if 0 < limit * fraction < WORKER_FOOTPRINT}
-    if low:
-        mib = "/".join(str(v) for v in sorted({round(limit / 2**20) for limit in low.values()}))
-        enough = math.ceil(WORKER_FOOTPRINT / fraction / 2**26) * 64  # MiB, in steps of 64
-        what = "pauses" if action == "pause" else "restarts"
-        warnings.warn(
-            f"the Dask workers {', '.join(sorted(low))} have a memory limit of {mib} MiB, and Dask "
-            f"{what} a worker at {fraction:.0%} of it: a cdfts-dask worker holds about "
-            f"{WORKER_FOOTPRINT // 2**20} MiB before any data (Python, Dask, the numba kernels), so this "
-            "run may wait on paused workers without an end, or lose them; give each worker at least "
-            f"{enough} MiB plus its share of the data (LocalCluster(memory_limit=...), dask worker "
-            "--memory-limit)",
-            UserWarning,
-            stacklevel=2,
-        )
+    before any data (:data:`WORKER_FOOTPRINT`) reaches the fraction at which Dask pauses it (the
+    worker's own limit and fraction): a paused worker runs no task, and a run waits on it without an
+    end.  A worker without a limit or with pausing off never warns (at its limit the nanny restarts it:
+    a run then ends with :class:`~cdfts_dask.api.WorkersLost`, whose message names memory)."""
+    thresholds = client.run(_memory_pause)
+    low = {addr: (limit, pause) for addr, (limit, pause) in thresholds.items()
+           if 0 < limit * pause < WORKER_FOOTPRINT}  # fmt: skip
+    if not low:
+        return
+    mib = "/".join(sorted({str(round(limit / 2**20)) for limit, _ in low.values()}))
+    fractions = "/".join(sorted({f"{pause:.0%}" for _, pause in low.values()}))
+    enough = math.ceil(WORKER_FOOTPRINT / min(pause for _, pause in low.values()) / 2**26) * 64  # MiB
+    warnings.warn(
+        f"the Dask workers {', '.join(sorted(low))} have a memory limit of {mib} MiB, and Dask pauses a "
+        f"worker at {fractions} of it: a cdfts-dask worker holds about {WORKER_FOOTPRINT // 2**20} MiB "
+        "before any data (Python, Dask, the numba kernels), so this run may wait on paused workers "
+        f"without an end; give each worker at least {enough} MiB plus its share of the data "
+        "(LocalCluster(memory_limit=...), dask worker --memory-limit)",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
-#: how often (seconds) a tiled run asks the scheduler whether its workers are paused
+#: how often (seconds) a run on a Dask cluster asks the scheduler whether its workers are paused
 PAUSE_POLL = 10.0
+
+
+def _worker_statuses(client) -> dict[str, str]:
+    """Each worker's status as the scheduler has it now (``"running"``, ``"paused"``, ...): asked of the
+    scheduler itself (``Client.scheduler_info`` returns a copy that the client's own periodic refresh
+    may have replaced meanwhile with one listing no worker)."""
+    identity = client.sync(client.scheduler.identity)
+    return {addr: info.get("status") for addr, info in identity.get("workers", {}).items()}
 
 
 @contextlib.contextmanager
 def warn_while_workers_pause(client):
     """While the block runs, ask the scheduler every :data:`PAUSE_POLL` seconds whether every worker is
     paused (Dask pauses a worker whose memory reached its pause fraction: it runs no task, and a run
-    waits on it); at the second ask in a row that finds them all paused, warn once, naming them.  The
-    run goes on waiting (a worker resumes once its memory is freed, e.g. by spilling to disk)."""
+    waits on it); when two asks in a row find them all paused, warn once, naming them (a warning that
+    cannot be shown, under ``-W error``, goes to the log).  The run goes on waiting (a worker resumes
+    once its memory is freed, e.g. by spilling to disk)."""
     stop = threading.Event()
 
     def watch() -> None:
         found = 0
         while not stop.wait(PAUSE_POLL):
             try:
-                workers = client.scheduler_info(n_workers=-1).get("workers", {})
-            except Exception:  # the client closing with the run: nothing to watch
+                statuses = _worker_statuses(client)
+            except BaseException:  # the client closing, the scheduler gone: the run itself will say so
                 return
-            paused = workers and all(info.get("status") == "paused" for info in workers.values())
-            found = found + 1 if paused else 0
+            found = found + 1 if statuses and all(s == "paused" for s in statuses.values()) else 0
             if found == 2:
-                warnings.warn(
-                    f"the Dask workers {', '.join(sorted(workers))} have all been paused for "
-                    f"{2 * PAUSE_POLL:g} s (Dask pauses a worker whose memory reached its pause fraction of "
-                    "its limit; a paused worker runs no task): the run waits until they free memory; give "
-                    f"each worker more memory (about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the "
-                    "data), or stop the run (with a checkpoint it resumes)",
-                    UserWarning,
-                    stacklevel=1,
+                said = (
+                    f"the Dask workers {', '.join(sorted(statuses))} have all been paused for at least "
+                    f"{PAUSE_POLL:g} s (Dask pauses a worker whose memory reached its pause fraction of its "
+                    "limit; a paused worker runs no task): the run waits until they free memory; give each "
+                    f"worker more memory (about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data), "
+                    "or stop the run (with a checkpoint it resumes)"
                 )
+                try:
+                    warnings.warn(said, UserWarning, stacklevel=1)
+                except BaseException:  # warnings are errors here: raised in this thread, they reach no one
+                    logger.warning(said)
                 return
 
     thread = threading.Thread(target=watch, name="cdfts-pause-watch", daemon=True)
@@ -149,10 +161,7 @@ def check_workers(client, gpu: bool = False) -> None:
       run wait for it) or with another version (it would run its own copy of the kernels), asked with
       :func:`_cannot_import` and each worker's ``cdfts_dask.__version__``;
     * for ``gpu``, a worker without CuPy (a cluster mixing CPU and GPU workers would send CUDA tasks to
-      the CPU ones);
-
-    and warns where a worker's memory limit would pause it before any data
-    (:func:`warn_if_workers_would_pause`).
+      the CPU ones).
     """
     from . import __version__
 
@@ -187,7 +196,6 @@ def check_workers(client, gpu: bool = False) -> None:
             f"client: the workers {listed} of {where} have another cdfts-dask than this client "
             f"({__version__}); install one version everywhere (each worker runs its own copy of the kernels)"
         )
-    warn_if_workers_would_pause(client)
     no_gpu = _cannot_import(client, _gpu_array_module()) if gpu else []
     if no_gpu:
         raise ValueError(
@@ -221,7 +229,9 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
     ``security`` (a ``distributed.security.Security``, e.g. TLS certificates) is passed to the client
     for a scheduler address and to the embedded cluster (a given or default client keeps its own
     connection: ``security`` is then ignored, with a warning).  A cluster this function did not start
-    is checked first by :func:`check_workers`.
+    is checked first by :func:`check_workers`.  Any cluster's workers are then checked for a memory
+    limit that would pause them before any data (:func:`warn_if_workers_would_pause`), and watched for
+    pausing while the block runs (:func:`warn_while_workers_pause`).
     """
     from distributed import Client
 
@@ -238,7 +248,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
     if isinstance(client, Client):
         _warn_security_ignored(security, "the given client's")
         check_workers(client, gpu)
-        yield client
+        yield from _watched(client)
         return
     if isinstance(client, str):
         check_scheduler(client, security)
@@ -250,7 +260,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
             _TEMPORARY.add(c)
             logger.info("connected to the Dask scheduler at %s", client)
             check_workers(c, gpu)
-            yield c
+            yield from _watched(c)
         return
     if client is not None:
         raise TypeError(f"client must be a distributed.Client, a scheduler address or None, got {client!r}")
@@ -267,13 +277,21 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         logger.info("using the session's default Dask client (scheduler %s)", ambient.scheduler.address)
         _warn_security_ignored(security, "the session's default client's")
         check_workers(ambient, gpu)
-        yield ambient
+        yield from _watched(ambient)
         return
     cluster = local_cluster(n_workers, gpu, security)
     with cluster, Client(cluster, security=security) as c:
         _TEMPORARY.add(c)
         logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
-        yield c
+        yield from _watched(c)
+
+
+def _watched(client):
+    """Yield ``client`` (within :func:`dask_client`) after warning of workers whose memory limit would
+    pause them, watching for paused workers until the block ends."""
+    warn_if_workers_would_pause(client)
+    with warn_while_workers_pause(client):
+        yield client
 
 
 def refuse_no_client_in_a_task() -> None:

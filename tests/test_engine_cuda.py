@@ -266,6 +266,12 @@ def test_gpu_bodies_equal_oracle(dtype, estimator, k, stream):
     ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, 0.1, estimator, k)
     assert isinstance(cuda.prepare(X, dtype), cupy.ndarray)
     where = cupy.cuda.Stream(non_blocking=True) if stream == "non-blocking" else contextlib.nullcontext()
+    if stream == "non-blocking":  # the legacy default stream busy for a while (10 float64 products of
+        # 8192^2): a kernel left there would end long after the caller's stream read its output
+        with cupy.cuda.Stream.null:
+            busy = cupy.full((8192, 8192), 1 / 8192)
+            for _ in range(10):
+                busy = busy @ busy
     with where:
         m, stats, Xn, _ = bodies_step(cuda, X, 0.1, estimator, k, dtype=dtype, parts=3, rows=300)
     assert m == ref.m

@@ -156,7 +156,7 @@ def options_named():
 
     def renamed(message, category, *where, **kwargs):
         said = _as_the_command_lines(str(message))
-        return shown(category(said) if said != str(message) else message, category, *where, **kwargs)
+        return shown(said if said != str(message) else message, category, *where, **kwargs)
 
     warnings.showwarning = renamed
     try:

@@ -174,9 +174,14 @@ class TiledEngine:
         never share (and race on) keys that the previous run is still releasing.
         A worker that leaves during the broadcast makes the scheduler's copy
         step fail with ``KeyError: <its address>`` (it looks the worker up
-        after removing it); the broadcast is then made again to the workers
-        that are there, up to :data:`SCATTER_ATTEMPTS` times.
+        after removing it), or its connection close under it
+        (``CommClosedError: in <TCP (closed) Scheduler Broadcast ...>``: a
+        worker restarted for memory); the points are still here, and the
+        broadcast is made again to the workers that are there, up to
+        :data:`SCATTER_ATTEMPTS` times.
         """
+        from distributed.comm import CommClosedError
+
         for attempt in range(1, SCATTER_ATTEMPTS + 1):
             try:
                 return self.client.scatter(X, broadcast=True, hash=False)
@@ -184,7 +189,11 @@ class TiledEngine:
                 address = exc.args[0] if exc.args else None
                 if attempt == SCATTER_ATTEMPTS or not (isinstance(address, str) and "://" in address):
                     raise
-                time.sleep(0.2 * attempt)
+            except CommClosedError as exc:  # a worker's connection (not the client's own: not retried)
+                in_broadcast = "Broadcast" in str(exc) and self.client.status == "running"
+                if attempt == SCATTER_ATTEMPTS or not in_broadcast:
+                    raise
+            time.sleep(0.2 * attempt)
 
     def prepare(self, X):
         """The future X (float64 points on the workers) in the device's form and the working dtype;
