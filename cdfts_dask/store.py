@@ -533,6 +533,13 @@ def verify_iteration(group, t: int) -> str | None:
 EVERY_CHUNK = {"write_empty_chunks": True}
 
 
+def _zarr_format_beside(path) -> int:
+    """The Zarr format to write an output array at ``path`` in: 2 where its folder is a Zarr v2 group
+    (it holds ``.zgroup``), so that the array is one of that group's members (a v3 array there is
+    invisible to the group); 3 otherwise."""
+    return 2 if (Path(path).parent / ".zgroup").is_file() else 3
+
+
 def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """Write X as a Zarr array at ``path`` without ever leaving a half-written one.
 
@@ -543,7 +550,12 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
 
     with replaced_atomically(path, "output") as tmp:
         arr = zarr.create_array(
-            str(tmp), shape=X.shape, dtype=X.dtype, chunks=_row_chunks(*X.shape), config=EVERY_CHUNK
+            str(tmp),
+            shape=X.shape,
+            dtype=X.dtype,
+            chunks=_row_chunks(*X.shape),
+            config=EVERY_CHUNK,
+            zarr_format=_zarr_format_beside(path),
         )
         arr[...] = X
         if attrs:
@@ -562,7 +574,12 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
     X2 = X.rechunk({0: rows, 1: -1})  # one task per Zarr chunk: no two tasks write the same chunk
     with replaced_atomically(path) as tmp:
         arr = zarr.create_array(
-            str(tmp), shape=X2.shape, dtype=X2.dtype, chunks=(rows, X2.shape[1]), config=EVERY_CHUNK
+            str(tmp),
+            shape=X2.shape,
+            dtype=X2.dtype,
+            chunks=(rows, X2.shape[1]),
+            config=EVERY_CHUNK,
+            zarr_format=_zarr_format_beside(path),
         )
         if attrs:
             arr.attrs.put(jsonable(attrs))

@@ -668,3 +668,24 @@ def test_a_resume_that_cannot_write_the_stores_attributes_names_the_store(tmp_pa
         said = f"cdfts transform: error: [Errno 13] checkpoint: cannot write {str(ckpt)!r}: Permission denied"
         assert capsys.readouterr().err.strip().splitlines() == [said]
     assert (ckpt / "zarr.json").read_bytes() == before and Checkpoint(ckpt).completed == 2
+
+
+def test_a_zarr_output_inside_a_zarr_v2_group_is_one_of_its_members(tmp_path, client):
+    """Regression: an output array written into a Zarr v2 group was a v3 array there, which the group
+    does not list; it is written in the group's format now (in memory and chunk by chunk on workers),
+    and in v3 elsewhere."""
+    import dask.array as da
+
+    from cdfts_dask.store import write_dask_zarr, write_output_zarr
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
+    write_output_zarr(tmp_path / "v2.zarr" / "mem.zarr", X, {"n_iter": 1})
+    lazy = da.from_array(X, chunks=(7, 2))
+    write_dask_zarr(tmp_path / "v2.zarr" / "lazy.zarr", lazy, client, {"n_iter": 1})
+    write_output_zarr(tmp_path / "plain.zarr", X)
+    group = zarr.open_group(str(tmp_path / "v2.zarr"), mode="r")
+    assert sorted(group.array_keys()) == ["lazy.zarr", "mem.zarr"]
+    for name in ("lazy.zarr", "mem.zarr"):
+        assert np.array_equal(group[name][...], X) and group[name].attrs["n_iter"] == 1
+    assert zarr.open_array(str(tmp_path / "plain.zarr"), mode="r").metadata.zarr_format == 3
