@@ -98,8 +98,8 @@ def warn_if_workers_would_pause(client) -> None:
     )
 
 
-#: how often (seconds) a run on a Dask cluster asks the scheduler whether its workers are paused
-PAUSE_POLL = 10.0
+#: how often (seconds) a run on a Dask cluster asks the scheduler whether it has workers that run tasks
+STALL_POLL = 10.0
 
 
 def _worker_statuses(client) -> dict[str, str]:
@@ -110,38 +110,53 @@ def _worker_statuses(client) -> dict[str, str]:
     return {addr: info.get("status") for addr, info in identity.get("workers", {}).items()}
 
 
+def _stall_warning(statuses: dict[str, str], address: str) -> str | None:
+    """What keeps a run from going on, from the workers' ``statuses`` (:func:`_worker_statuses`): no
+    worker at all, or every worker paused; None while some worker runs tasks."""
+    if not statuses:
+        return (
+            f"the Dask cluster (scheduler {address}) has had no worker for at least {STALL_POLL:g} s (its "
+            "workers left or were killed, and none has joined since): the run waits until one joins; "
+            f"start workers (dask worker {address}), or stop the run (with a checkpoint it resumes)"
+        )
+    if all(status == "paused" for status in statuses.values()):
+        return (
+            f"the Dask workers {', '.join(sorted(statuses))} have all been paused for at least "
+            f"{STALL_POLL:g} s (Dask pauses a worker whose memory reached its pause fraction of its "
+            "limit; a paused worker runs no task): the run waits until they free memory; give each "
+            f"worker more memory (about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data), "
+            "or stop the run (with a checkpoint it resumes)"
+        )
+    return None
+
+
 @contextlib.contextmanager
-def warn_while_workers_pause(client):
-    """While the block runs, ask the scheduler every :data:`PAUSE_POLL` seconds whether every worker is
-    paused (Dask pauses a worker whose memory reached its pause fraction: it runs no task, and a run
-    waits on it); when two asks in a row find them all paused, warn once, naming them (a warning that
-    cannot be shown, under ``-W error``, goes to the log).  The run goes on waiting (a worker resumes
-    once its memory is freed, e.g. by spilling to disk)."""
+def warn_while_the_run_stalls(client):
+    """While the block runs, ask the scheduler every :data:`STALL_POLL` seconds whether the run can go
+    on: when two asks in a row find no worker at all, or every worker paused (Dask pauses a worker whose
+    memory reached its pause fraction: it runs no task), warn, once for each, saying which (a warning
+    that cannot be shown, under ``-W error``, goes to the log).  The run goes on waiting (a worker may
+    join; a paused one resumes once its memory is freed, e.g. by spilling to disk)."""
     stop = threading.Event()
 
     def watch() -> None:
-        found = 0
-        while not stop.wait(PAUSE_POLL):
+        said: set[str] = set()
+        last, found = None, 0
+        while not stop.wait(STALL_POLL):
             try:
-                statuses = _worker_statuses(client)
+                stall = _stall_warning(_worker_statuses(client), client.scheduler.address)
             except BaseException:  # the client closing, the scheduler gone: the run itself will say so
                 return
-            found = found + 1 if statuses and all(s == "paused" for s in statuses.values()) else 0
-            if found == 2:
-                said = (
-                    f"the Dask workers {', '.join(sorted(statuses))} have all been paused for at least "
-                    f"{PAUSE_POLL:g} s (Dask pauses a worker whose memory reached its pause fraction of its "
-                    "limit; a paused worker runs no task): the run waits until they free memory; give each "
-                    f"worker more memory (about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data), "
-                    "or stop the run (with a checkpoint it resumes)"
-                )
+            found = found + 1 if stall is not None and stall == last else int(stall is not None)
+            last = stall
+            if found == 2 and stall not in said:
+                said.add(stall)
                 try:
-                    warnings.warn(said, UserWarning, stacklevel=1)
+                    warnings.warn(stall, UserWarning, stacklevel=1)
                 except BaseException:  # warnings are errors here: raised in this thread, they reach no one
-                    logger.warning(said)
-                return
+                    logger.warning(stall)
 
-    thread = threading.Thread(target=watch, name="cdfts-pause-watch", daemon=True)
+    thread = threading.Thread(target=watch, name="cdfts-stall-watch", daemon=True)
     thread.start()
     try:
         yield
@@ -230,8 +245,8 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
     for a scheduler address and to the embedded cluster (a given or default client keeps its own
     connection: ``security`` is then ignored, with a warning).  A cluster this function did not start
     is checked first by :func:`check_workers`.  Any cluster's workers are then checked for a memory
-    limit that would pause them before any data (:func:`warn_if_workers_would_pause`), and watched for
-    pausing while the block runs (:func:`warn_while_workers_pause`).
+    limit that would pause them before any data (:func:`warn_if_workers_would_pause`), and watched while
+    the block runs for no worker or every worker paused (:func:`warn_while_the_run_stalls`).
     """
     from distributed import Client
 
@@ -288,9 +303,9 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
 
 def _watched(client):
     """Yield ``client`` (within :func:`dask_client`) after warning of workers whose memory limit would
-    pause them, watching for paused workers until the block ends."""
+    pause them, watching for a cluster without a running worker until the block ends."""
     warn_if_workers_would_pause(client)
-    with warn_while_workers_pause(client):
+    with warn_while_the_run_stalls(client):
         yield client
 
 

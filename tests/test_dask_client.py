@@ -157,7 +157,7 @@ def test_a_run_whose_workers_are_all_paused_says_so_and_goes_on_when_they_resume
 
     from cdfts_dask import dask_client, oracle
 
-    monkeypatch.setattr(dask_client, "PAUSE_POLL", 0.3)
+    monkeypatch.setattr(dask_client, "STALL_POLL", 0.3)
     options = dict(n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
     with dask.config.set({"distributed.worker.memory.pause": False}), LocalCluster(**options) as cluster:
         with Client(cluster) as c, warnings.catch_warnings(record=True) as said:
@@ -178,6 +178,48 @@ def test_a_run_whose_workers_are_all_paused_says_so_and_goes_on_when_they_resume
     named = r"workers tcp://\S+, tcp://\S+ have all been paused for at least 0\.3 s"
     assert len(paused) == 1 and re.search(named, paused[0]), paused
     assert "give each worker more memory" in paused[0], paused[0]
+    assert np.abs(Y - oracle.cdf_ts_dense(X, delta=1e-12, max_iter=2).X).max() <= 1e-9
+
+
+def test_a_run_whose_cluster_loses_every_worker_says_so_and_goes_on_when_workers_join(X, monkeypatch):
+    """A run on a cluster whose workers all left mid-run (scaled down, killed with their nannies)
+    waited for a new one without a word.  Now it warns once, naming the scheduler, and finishes with the
+    oracle's result once workers join."""
+    import threading
+    import time
+    import warnings
+
+    from cdfts_dask import dask_client, oracle
+
+    monkeypatch.setattr(dask_client, "STALL_POLL", 0.3)
+    options = dict(n_workers=1, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
+    caught = warnings.catch_warnings(record=True)
+    with LocalCluster(**options) as cluster, Client(cluster) as c, caught as said:
+        warnings.simplefilter("always")
+
+        def workers() -> dict:
+            return c.sync(c.scheduler.identity)["workers"]
+
+        def remove_the_worker_then_add_two() -> None:  # each wait ends after 60 s: the test then fails
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(c.processing().values()):
+                time.sleep(0.02)
+            cluster.scale(0)
+            while time.monotonic() < deadline and (workers() or not any("no worker" in str(w.message)
+                                                                         for w in said)):  # fmt: skip
+                time.sleep(0.1)
+            cluster.scale(2)
+
+        chaos = threading.Thread(target=remove_the_worker_then_add_two)
+        chaos.start()
+        Y = cdf_ts(X, max_iter=2, delta=1e-12, method="tiled", client=c)
+        chaos.join()
+        scheduler = c.scheduler.address
+    none = [str(w.message) for w in said if "no worker" in str(w.message)]
+    assert len(none) == 1 and none[0].startswith(
+        f"the Dask cluster (scheduler {scheduler}) has had no worker for at least 0.3 s"
+    ), none
+    assert f"start workers (dask worker {scheduler})" in none[0], none[0]
     assert np.abs(Y - oracle.cdf_ts_dense(X, delta=1e-12, max_iter=2).X).max() <= 1e-9
 
 
