@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
-from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run
+from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run, refuse_no_cluster_here
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
@@ -338,6 +338,8 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
     ``result.X`` is the drawn points' output (NumPy), ``result.sample_indices`` their rows.
     """
     s = fit.n_references
+    if fit.params.method == "tiled":
+        refuse_no_cluster_here(fit.client)  # before the draw, which may read a large input
     source = fit.points if fit.lazy is None else fit.lazy.array
     idx, F = sampling.draw_references(source, fit.n, s, fit.random_state)
     sampling.warn_constant_columns(F, fit.points)

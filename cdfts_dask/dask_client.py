@@ -279,7 +279,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         return
     if client is not None:
         raise TypeError(f"client must be a distributed.Client, a scheduler address or None, got {client!r}")
-    refuse_no_client_in_a_task()
+    refuse_no_cluster_here(client)
     ambient = session_client()
     if ambient is not None:
         if n_workers is not None:
@@ -307,6 +307,19 @@ def _watched(client):
     warn_if_workers_would_pause(client)
     with warn_while_the_run_stalls(client):
         yield client
+
+
+def refuse_no_cluster_here(client) -> None:
+    """The refusals of :func:`dask_client` that need no cluster, for a run that reads data before it
+    enters that block (the sampled fit draws its rows first): ``client=None`` inside a task on a Dask
+    worker (:func:`refuse_no_client_in_a_task`), and, with no session client to use, in a process that
+    cannot start the embedded cluster (:func:`refuse_an_embedded_cluster_here`).  Nothing for a given
+    client or address."""
+    if client is not None:
+        return
+    refuse_no_client_in_a_task()
+    if session_client() is None:
+        refuse_an_embedded_cluster_here()
 
 
 def refuse_no_client_in_a_task() -> None:

@@ -263,6 +263,23 @@ def test_without_a_client_an_embedded_cluster_runs_and_closes(X):
     assert session_client() is None  # and it is not left behind as the default client
 
 
+def _a_sampled_fit_that_is_refused_before_its_draw(X):
+    """``cdf_ts`` as a sampled fit without a client, in a process where that must be refused before the
+    rows are drawn (the draw may read a large input): a draw fails the test."""
+    from cdfts_dask import sampling
+
+    draw = sampling.draw_references
+
+    def drawn(*args, **kwargs):
+        raise AssertionError("the sampled fit drew its rows before it was refused")
+
+    sampling.draw_references = drawn
+    try:
+        return cdf_ts(X, method="tiled", max_iter=1, n_references=20, random_state=0)
+    finally:
+        sampling.draw_references = draw
+
+
 def test_no_client_inside_a_dask_task_is_refused_and_the_workers_client_runs(X, client):
     """Regression: ``client.submit(cdf_ts, X, method="tiled")`` found no default client inside the task
     and started an embedded cluster inside the worker process (daemonic: ``daemonic processes are not
@@ -270,9 +287,11 @@ def test_no_client_inside_a_dask_task_is_refused_and_the_workers_client_runs(X, 
     runs (three such tasks on two single-threaded workers: the tasks leave the thread pool meanwhile)."""
     import functools
 
-    task = client.submit(functools.partial(cdf_ts, method="tiled", max_iter=1), X, pure=False)
-    with pytest.raises(ValueError, match=r"^client=None inside a task on the Dask worker tcp://.*worker_client"):
-        task.result()
+    refused = r"^client=None inside a task on the Dask worker tcp://.*worker_client"
+    exact = functools.partial(cdf_ts, method="tiled", max_iter=1)
+    for run in (exact, _a_sampled_fit_that_is_refused_before_its_draw):  # the latter: before its draw
+        with pytest.raises(ValueError, match=refused):
+            client.submit(run, X, pure=False).result()
 
     def on_the_workers_client(points):
         from distributed import worker_client
@@ -286,18 +305,22 @@ def test_no_client_inside_a_dask_task_is_refused_and_the_workers_client_runs(X, 
         assert np.abs(out - ref).max() <= 1e-9
 
 
+@pytest.mark.parametrize("sampled", [False, True])
 @pytest.mark.parametrize("where", ["loky", "daemonic"])
-def test_the_embedded_cluster_is_refused_where_it_cannot_start(X, where):
+def test_the_embedded_cluster_is_refused_where_it_cannot_start(X, where, sampled):
     """Regression: in a joblib / loky worker (``cross_val_score(..., n_jobs=2)`` of a ``CDFTS`` without a
     client) each spawned worker process failed (``cannot find context for 'loky'``, then ``Nanny failed
     to start`` and leaked semaphores); a daemonic process (a ``multiprocessing.Pool``'s) may start no
-    process.  Both now refused before any work, with what to pass instead."""
+    process.  Both now refused before any work (a sampled fit: before it draws its rows), with what to
+    pass instead."""
     import functools
     import multiprocessing
 
     from joblib import Parallel, delayed
 
-    run = functools.partial(cdf_ts, method="tiled", max_iter=1)
+    run = _a_sampled_fit_that_is_refused_before_its_draw if sampled else functools.partial(
+        cdf_ts, method="tiled", max_iter=1
+    )
     expected = r"^client=None: the embedded Dask cluster cannot start here: this process \(.*\) "
     expected += "runs under the 'loky' start method" if where == "loky" else "is daemonic"
     with pytest.raises(ValueError, match=expected + r".*pass client= .*method='dense'"):
