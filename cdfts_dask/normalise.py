@@ -34,16 +34,25 @@ def apply_range(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     Points outside ``[lo, hi]`` map outside [0, 1]; a column constant in the
     range (``lo == hi``) maps to 0 on every row (DESIGN section 5: the range
     gives it no scale, so no unit of it is carried on).  Columns whose range
-    overflows float64 use halved units, as in :func:`minmax_normalise`.
+    overflows float64 use halved units, as in :func:`minmax_normalise`; an
+    entry outside a finite range whose ``X - lo`` alone overflows (a new point
+    beyond a range near +-1e308) is computed in quarter units,
+    ``(X/4 - lo/4) / (hi/4 - lo/4)``, which no finite X, lo, hi overflow and
+    which rounds as the plain formula would with an unbounded exponent.  A
+    result beyond float64 itself stays infinite.
     """
     with np.errstate(over="ignore"):
         span = hi - lo
-    if np.all(np.isfinite(span)):
-        Z = (X - lo) / column_span(lo, hi)
-    else:
-        wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
-        scale = np.where(wide, 0.5, 1.0)
-        lo_s, hi_s = lo * scale, hi * scale
-        Z = (X * scale - lo_s) / column_span(lo_s, hi_s)
+        if np.all(np.isfinite(span)):
+            Z = (X - lo) / column_span(lo, hi)
+        else:
+            wide = ~np.isfinite(span)  # only these columns take the halved (overflow-free) route
+            scale = np.where(wide, 0.5, 1.0)
+            lo_s, hi_s = lo * scale, hi * scale
+            Z = (X * scale - lo_s) / column_span(lo_s, hi_s)
+        rows, cols = np.nonzero(~np.isfinite(Z))
+        if len(rows):
+            lo_q, hi_q = lo[cols] * 0.25, hi[cols] * 0.25
+            Z[rows, cols] = (X[rows, cols] * 0.25 - lo_q) / column_span(lo_q, hi_q)
     Z[:, lo == hi] = 0.0
     return Z

@@ -321,6 +321,23 @@ def test_a_point_whose_replay_overflows_is_refused_with_its_row():
     assert np.isfinite(est.transform([[0.5, 1e300]])).all()  # far, but representable: transformed
 
 
+def test_a_point_just_beyond_a_range_near_the_float64_limit_is_transformed_as_in_smaller_units():
+    """Found by a fuzz audit (2026-12-06): a new point 6 % beyond a column's fit range that spans most of
+    float64 ([-1e308, 7e307]) was refused as "too far outside", because ``X - lo`` overflowed though the
+    answer is about 1.17; a sampled fit refused its own non-drawn rows so.  Min-max normalisation and
+    the replay are exact under a power-of-two scaling, so the same data scaled by 2**-1000 must give the
+    same bits; it does now (the overflowing entries are normalised in quarter units)."""
+    scale = 2.0**-1000
+    F = np.array([[-1e308, 0.0], [7e307, 1.0], [0.0, 0.5]])
+    y = np.array([[8e307, 0.5], [-1.7e308, 0.25]])
+    out = CDFTS(method="dense", max_iter=1).fit(F).transform(y)
+    assert np.array_equal(out, CDFTS(method="dense", max_iter=1).fit(F * scale).transform(y * scale))
+    X = np.array([[1.7976931348623157e308, 6.23e306], [8.85e307, -2.25e307], [-1.20e308, -8.09e306],
+                  [-1.7976931348623157e308, -4.79e307]])  # fmt: skip
+    sampled = dict(n_references=2, random_state=204, lam=0.75, max_iter=1, method="dense")
+    assert np.array_equal(cdf_ts(X, **sampled), cdf_ts(X * scale, **sampled))
+
+
 def test_dask_input_gives_a_lazy_chunked_transform(syn_model):
     X, est = syn_model
     Xd = da.from_array(X, chunks=(400, 1))  # column chunks too: rows are gathered per row block
