@@ -66,7 +66,8 @@ def check_numeric_dtype(dtype, name: str = "X", kinds: str = "biuf") -> None:
 
 def check_numeric_input(X, name: str = "X", kinds: str = "biuf") -> None:
     """Refuse, before its values are read as numbers, an input whose dtype is not numeric (an array's, or
-    any column's of a DataFrame: strings, objects, dates, categories; kinds outside ``kinds``) and a
+    any column's of a DataFrame: strings, objects, dates, categories; kinds outside ``kinds``; nested
+    lists by the dtype NumPy reads them as, objects allowed: strings and bytes refused) and a
     NumPy masked array with masked entries (converting it would read the values under the mask as points),
     and a SciPy sparse matrix or array (NumPy makes it a 0-d object array, not points)."""
     if type(X).__module__.startswith("scipy.sparse"):
@@ -77,6 +78,13 @@ def check_numeric_input(X, name: str = "X", kinds: str = "biuf") -> None:
     elif hasattr(X, "dtypes") and hasattr(X.dtypes, "items"):  # a DataFrame: each column's dtype
         for column, dtype in X.dtypes.items():
             check_numeric_dtype(dtype, f"{name} column {column!r}", kinds)
+    elif isinstance(X, (list, tuple)):  # nested lists: refused for strings as the array of them is
+        try:
+            natural = np.asarray(X).dtype  # numbers, strings, or objects (Decimals, ints beyond int64)
+        except ValueError:  # ragged: its shape is refused when it is read
+            natural = None
+        if natural is not None:
+            check_numeric_dtype(natural, name, kinds + "O")
     masked = np.ma.count_masked(X) if isinstance(X, np.ma.MaskedArray) else 0
     if masked:
         raise ValueError(
@@ -123,6 +131,13 @@ def check_shape(shape: tuple, name: str = "X", min_rows: int = 2) -> tuple[int, 
         need = "CDF-TS needs n >= 2 points" if min_rows == 2 else f"need at least {min_rows}"
         raise ValueError(f"{name} has {n} row(s) (shape {shape}); {need}")
     return int(n), int(d)
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` when it is True or False; a ``TypeError`` naming ``name`` otherwise (``"yes"``, 1)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
 
 
 def check_lam(lam) -> float:

@@ -114,8 +114,8 @@ def cdf_ts(
     or a read-only ``zarr.Array`` when ``output`` is a ``.zarr``.  With ``n_references < n`` the
     points that were not drawn may lie slightly outside [0, 1].
     """
-    if not isinstance(verbose, bool):
-        raise TypeError(f"verbose must be True or False, got {verbose!r}")
+    v.check_flag(verbose, "verbose")
+    v.check_flag(return_info, "return_info")
     checkpoint, output = checked_run_paths(X, checkpoint, output, resume=resume)
     with verbosity(verbose):
         fit = FitSpec.check(
@@ -176,8 +176,7 @@ class FitSpec:
         params = RunParams(lam, delta, max_iter, estimator, k, method, tile_size, n_workers, dtype, backend)
         n_references = sampling.check_n_references(n_references)
         random_state = sampling.check_random_state(random_state)
-        if not isinstance(resume, bool):
-            raise TypeError(f"resume must be True or False, got {resume!r}")
+        v.check_flag(resume, "resume")
         if resume and checkpoint is None:
             raise ValueError("resume=True needs a checkpoint path, got checkpoint=None")
         if not (progress is None or isinstance(progress, bool) or callable(progress)):

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import api, model
-from ._validation import DTYPES, check_numeric_input
+from ._validation import DTYPES, check_flag, check_numeric_input
 from .csv_blocks import is_large_csv
 from .csv_input import check_unique_names, warn_label_like_columns
 from .inputs import csv_header, is_path, read_table
@@ -164,9 +164,7 @@ class CDFTS(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _fit(self, X) -> CDFTS:
         params = self.get_params()
-        verbose = params.pop("verbose")
-        if not isinstance(verbose, bool):
-            raise TypeError(f"verbose must be True or False, got {verbose!r}")
+        verbose = check_flag(params.pop("verbose"), "verbose")
         # the checkpoint made absolute and checked against the input path, before X is read (as cdf_ts)
         params["checkpoint"], _ = api.checked_run_paths(X, params["checkpoint"], resume=params["resume"])
         X = self._validated(X, reset=True)

@@ -192,6 +192,9 @@ FIVE = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
 BAD_ARRAYS = {
     "nan": (np.array([[0.0, 1.0], [np.nan, 2.0]]), ValueError, r"NaN or inf"),
     "list-of-strings": ([["1", "2"], ["a", "b"]], TypeError, r"numeric"),
+    # numeric strings: read as numbers, though an array of the same strings was refused (a fuzz audit)
+    "list-of-numeric-strings": ([["1", "2"], ["3", "4"]], TypeError, r"^X must be numeric, got dtype <U1"),
+    "list-of-bytes": ([[b"1", b"2"], [b"3", b"4"]], TypeError, r"^X must be numeric, got dtype \|S1"),
     "ragged-list": ([[1.0, 2.0], [3.0]], TypeError, r"numeric array"),
     "object-array": (np.array([[1, None], [2, 3]], dtype=object), TypeError, r"numeric, got dtype object"),
     "scalar": (np.float64(3.0), ValueError, r"2-dimensional"),
@@ -216,10 +219,13 @@ def test_bad_array_api(case):
         cdfts_dask.cdf_ts(X, max_iter=1)
 
 
-@pytest.mark.parametrize("case", ["dates", "masked-values", "dataframe-date-column"])
+@pytest.mark.parametrize(
+    "case", ["dates", "masked-values", "dataframe-date-column", "list-of-numeric-strings", "list-of-bytes"]
+)
 def test_bad_array_estimator(case):
     """Regression: ``CDFTS`` read dates as numbers (scikit-learn's conversion) where ``cdf_ts`` refused
-    them, and both read the values under a masked array's mask as points."""
+    them, and both read the values under a masked array's mask as points, and nested lists of numeric
+    strings as numbers (an array of them was refused)."""
     X, exc_type, pattern = BAD_ARRAYS[case]
     with pytest.raises(exc_type, match=pattern):
         cdfts_dask.CDFTS(max_iter=1).fit(X)
@@ -260,6 +266,8 @@ BAD_TYPES = {
     "k-float": {"estimator": "knn", "k": 2.0},
     "tile-size-float": {"tile_size": 10.5},
     "resume-string": {"resume": "yes"},
+    "return_info-string": {"return_info": "yes"},  # returned a tuple (found by a fuzz audit)
+    "verbose-string": {"verbose": 1},
     "client-int": {"client": 42, "method": "tiled"},
     "checkpoint-int": {"checkpoint": 123},  # it made a store named '123' in the working directory
     "security-string": {"security": "tls"},  # refused only once a cluster had started, by distributed
