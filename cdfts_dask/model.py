@@ -65,7 +65,7 @@ from ._validation import (
 )
 from .engine import DEVICES, device_module, plan
 from .normalise import apply_range, column_span
-from .paths import zarr_node_type
+from .paths import root_metadata_lost, zarr_node_type
 from .row_lookup import NOT_FOUND, RowIndex
 
 #: the device of the model's own arrays (host NumPy, kept in the fit's dtype by its ``prepare``)
@@ -304,6 +304,9 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
     if not os.path.isdir(path):  # a store is a folder: a CSV given as MODEL is named as such
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store: it is a file (a store is the .zarr "
                          "folder that a completed run was given as --checkpoint / checkpoint=)")  # fmt: skip
+    if root_metadata_lost(path):
+        raise ValueError(f"model: {path!r} is a damaged cdfts-dask run store: its zarr.json (the run's "
+                         "attributes) is missing or cannot be read")  # fmt: skip
     if zarr_node_type(path) == "array":  # Zarr's own words: "An array already exists in store ..."
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store: it is a Zarr array (points?); a "
                          "store is the folder a completed run was given as --checkpoint / checkpoint=")

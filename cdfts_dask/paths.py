@@ -212,6 +212,13 @@ def zarr_node_type(path) -> str | None:
     return meta.get("node_type") if isinstance(meta, dict) else None
 
 
+def root_metadata_lost(path) -> bool:
+    """A folder holding a run store's ``iterations`` whose own ``zarr.json`` (the run's attributes) is
+    missing or cannot be read as a Zarr group's: a damaged cdfts-dask store, named so in its refusals
+    (it is no store to write into, nor a model)."""
+    return Path(path, "iterations").is_dir() and zarr_node_type(path) != "group"
+
+
 def checkpoint_state(path) -> str:
     """What is at a checkpoint path: ``"absent"``, ``"empty"``, ``"run"``, ``"file"`` or ``"foreign"``.
 
@@ -276,6 +283,12 @@ def check_checkpoint_path(checkpoint, resume: bool | None = None) -> str:
         raise ValueError(
             f"checkpoint: {str(checkpoint)!r} is an existing file, not a checkpoint store (a folder); "
             "choose another path"
+        )
+    if state == "foreign" and root_metadata_lost(checkpoint):
+        raise ValueError(
+            f"checkpoint: {str(checkpoint)!r} holds a run store's iterations, but its zarr.json (the run's "
+            "attributes) is missing or cannot be read: the store is damaged and its run cannot be resumed; "
+            "move it aside or remove it, and start again"
         )
     if state == "foreign":
         raise ValueError(

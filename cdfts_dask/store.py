@@ -373,7 +373,10 @@ class Checkpoint:
             return
         folder = Path(self.path) / "iterations"
         its = self.group["iterations"]
-        later = [name for name in its.group_keys() if name.isdigit() and name.isascii() and int(name) > done]
+        # the folder's names, not Zarr's members: listing those reads each one's zarr.json, which a damaged
+        # iteration may not have readable
+        named = [p for p in folder.iterdir() if p.name.isdigit() and p.name.isascii()]
+        later = [p.name for p in named if (p.is_dir() or p.is_symlink()) and int(p.name) > done]
         for link in [folder, *(folder / name for name in later)]:
             if link.is_symlink():
                 raise StoreDamaged(
@@ -484,6 +487,28 @@ def jsonable(value):
     return value
 
 
+class _Undecodable(Exception):
+    """What was read of a store does not decode (garbled metadata, a truncated chunk): damage."""
+
+
+def _read_in_storage(what: str, read, *args):
+    """``read(*args)`` (open or read ``what`` of a store); a ``KeyError`` (missing) is passed on; a failure
+    of the storage or of this machine (``OSError``, ``MemoryError``) says nothing of the data and is
+    raised as an ``OSError`` that says so; anything else (a garbled ``zarr.json``, a chunk that fails to
+    decode) is damage: :class:`_Undecodable`, naming ``what``."""
+    try:
+        return read(*args)
+    except KeyError:
+        raise
+    except (OSError, MemoryError) as exc:
+        raise OSError(
+            f"{what} could not be read ({type(exc).__name__}: {str(exc)[:200]}); the store is left as it "
+            "is: try again when the storage answers"
+        ) from exc
+    except Exception as exc:
+        raise _Undecodable(f"{what} cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+
 def verify_iteration(group, t: int) -> str | None:
     """None if iteration t's arrays in the run ``group`` match the digests stored at commit, else what
     is wrong (missing iteration, no checksums, an unreadable chunk, a changed or missing chunk).  A read
@@ -491,9 +516,11 @@ def verify_iteration(group, t: int) -> str | None:
     an ``OSError``, so that no caller takes the iteration for damaged (and a resume deletes nothing)."""
     key = iteration_key(t)
     try:
-        grp = group[key]
+        grp = _read_in_storage(key, group.__getitem__, key)
     except KeyError:
         return f"iteration {t} is missing"
+    except _Undecodable as exc:
+        return str(exc)
     attrs, root = dict(grp.attrs), dict(group.attrs)
     problem = attributes_problem(attrs, f"iteration {t}'s attributes", root.get("format_version"))
     if problem is not None:
@@ -508,21 +535,15 @@ def verify_iteration(group, t: int) -> str | None:
     points = root.get("shape")  # the run's (n, d), under the root's checksum
     for name, expected in digests.items():
         try:
-            arr = grp[name]
+            arr = _read_in_storage(f"{key}/{name}", grp.__getitem__, name)
+            want = None if points is None else tuple(points) if name == "X" else tuple(points[:1])
+            if want is not None and tuple(arr.shape) != want:  # before reading: the shape bounds the work
+                return f"{key}/{name} has the shape {tuple(arr.shape)}, not the run's {want}"
+            got = _read_in_storage(f"{key}/{name}", stored_digest, arr)
         except KeyError:
             return f"{key}/{name} is missing"
-        want = None if points is None else tuple(points) if name == "X" else tuple(points[:1])
-        if want is not None and tuple(arr.shape) != want:  # before reading: the shape bounds the work
-            return f"{key}/{name} has the shape {tuple(arr.shape)}, not the run's {want}"
-        try:
-            got = stored_digest(arr)
-        except (OSError, MemoryError) as exc:  # the storage or this machine failed, not the data
-            raise OSError(
-                f"{key}/{name} could not be read ({type(exc).__name__}: {str(exc)[:200]}); the store is "
-                "left as it is: try again when the storage answers"
-            ) from exc
-        except Exception as exc:  # a truncated or garbled chunk fails to decode
-            return f"{key}/{name} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+        except _Undecodable as exc:
+            return str(exc)
         if got != expected:
             return f"{key}/{name} does not match its checksum (a chunk is missing or changed)"
     return None

@@ -203,6 +203,48 @@ def test_damaged_last_iteration_falls_back_to_the_previous_intact_one(tmp_path, 
     assert Checkpoint(store).verify(2) is None  # redone and intact again
 
 
+@pytest.mark.parametrize("damaged", ["00001/zarr.json", "00002/X/zarr.json", "00002/counts/zarr.json"])
+def test_a_garbled_zarr_json_of_an_iteration_is_damage_that_falls_back(tmp_path, points, damaged, capsys):
+    """Found by a kill/resume audit (2026-12-06): an iteration whose zarr.json (its own or an array's)
+    was garbled ended a resume with a bare ``JSONDecodeError`` (``Expecting value: line 1 column 1``),
+    naming nothing, in the check and again in the discarding of later iterations (listing them read
+    every one's zarr.json).  It is damage like a garbled chunk now: the resume falls back to the last
+    intact iteration before it, with a warning naming it, and ends equal to the oracle; the CLI's
+    ``apply`` names it."""
+    from cdfts_dask.cli import main
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    (store / "iterations" / damaged).write_text("garbage")
+    np.save(tmp_path / "in.npy", points)
+    assert main(["apply", str(store), str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    folder, t = damaged.rsplit("/zarr.json", 1)[0], int(damaged[:5])
+    assert f"iterations/{folder} cannot be read (JSONDecodeError" in err, err
+    said = rf"iterations/{folder} cannot be read .*resuming from iteration {t - 1}"
+    with pytest.warns(CheckpointWarning, match=said):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12)
+    assert info.resumed_from == t - 1 and np.abs(Y - ref.X).max() <= 1e-9
+    assert all(Checkpoint(store).verify(i) is None for i in range(4))  # redone and intact again
+
+
+@pytest.mark.parametrize("how", ["garbled", "empty", "missing"])
+def test_a_store_whose_own_zarr_json_is_lost_is_named_damaged(tmp_path, points, how):
+    """Found by a kill/resume audit (2026-12-06): a store whose root zarr.json was garbled, empty or
+    missing was refused as "an existing folder that is not a cdfts-dask run store" (resume) and with
+    Zarr's words (as a model), never saying that it is a damaged store.  Both say so now."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    root = store / "zarr.json"
+    root.unlink() if how == "missing" else root.write_text("garbage" if how == "garbled" else "")
+    with pytest.raises(ValueError, match=r"holds a run store's iterations, but its zarr\.json .* is damaged"):
+        cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    with pytest.raises(ValueError, match=r"^model: .* is a damaged cdfts-dask run store: its zarr\.json"):
+        load(store)
+
+
 def _swap_folders(a, b) -> None:
     tmp = a.with_name("swapping")
     a.rename(tmp)
