@@ -8,6 +8,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 from tests.conftest import DATA, ROOT, cli_env
@@ -260,7 +261,8 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
     """Regressions, each exit 0 before: two --data files of one name were merged into one row (each cell the
     better of the two); --data OUT/results.csv was overwritten by the results; --task anomaly with the
     labels 1 = anomaly, 2 = normal scored every detector upside down (LOF 0.31 for 0.75); --only with a
-    typo dropped the name silently.  All one line, before any work."""
+    typo dropped the name silently, and an empty one selected every dataset; an --out that is a file.
+    All one line, before any work."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     shutil.copy(DATA / "3L.csv", tmp_path / "a" / "x.csv")
@@ -278,6 +280,8 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
         (["--data", tmp_path / "one_two.csv", "--task", "anomaly"],
          "--task anomaly: the labels of .* must be 0 \\(normal\\) and 1 \\(anomaly\\), got \\['1', '2'\\]"),
         (["--data", tmp_path / "a" / "x.csv", "--only", "x,typo"], "--only: no dataset named 'typo'"),
+        (["--data", tmp_path / "a" / "x.csv", "--only", ""],  # ran every dataset (an audit, 2026-12-06)
+         "--only: give one or more dataset names \\(comma-separated\\), got ''"),
         (["--data", tmp_path / "a" / "x.csv", "--max-n", "0"], "--max-n must be at least 2, got 0"),
         # Regression: a grid of 1/step values was built first (1e-9: 8 GB, then 10^9 eps per search)
         (["--data", tmp_path / "a" / "x.csv", "--eps-step", "1e-9"],
@@ -291,6 +295,10 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
         assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), lines
     assert (out / "results.csv").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["results.csv"]
+    # an --out that is a file: a bare "[Errno 17] File exists" once the cluster was up (the same audit)
+    code, err = _main(capsys, "evaluate", "--data", tmp_path / "a" / "x.csv", "--out", out / "results.csv")
+    assert code == 2 and f"--out: {str(out / 'results.csv')!r} is a file; give a folder" in err, err
+    assert (out / "results.csv").read_bytes() == before
 
 
 def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_path, capsys):
@@ -332,6 +340,39 @@ def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_pat
     # one anomaly is enough when no sample or half has to hold it twice
     args = build_parser().parse_args(["evaluate", *map(str, one), "--task", "anomaly", "--out", str(out)])
     assert {t.spec.name for t in build_tasks(args)} == {"one"}
+
+
+def test_evaluate_refuses_clustering_labels_that_are_missing_or_all_one_class(tmp_path, capsys):
+    """Found by an evaluation audit (2026-12-06): a missing label (an empty cell, NA, NaN) was numbered as a
+    class of its own (wine with one label blanked: DP 0.92 -> 0.79, LGD 0.96 -> 0.71, exit 0), and labels
+    all of one class gave 1.00 in every cell.  Both refused before any work, in one line; ``cdfts plot``
+    refuses the missing label too (it reads labels the same way)."""
+    rows = [f"{i % 7},{(i * 3) % 11},{i % 2}" for i in range(60)]
+    for name, cell in (("empty", ""), ("na", "NA"), ("nan", "nan")):
+        bad = rows[:4] + [rows[4].rsplit(",", 1)[0] + f",{cell}"] + rows[5:]
+        (tmp_path / f"{name}.csv").write_text("\n".join(["f1,f2,label", *bad]) + "\n")
+    (tmp_path / "one.csv").write_text("\n".join(["f1,f2,label", *(r[:-1] + "3" for r in rows)]) + "\n")
+    cases = {
+        "empty": "empty.csv: missing label '' at data row 5 (label column 'label'; 1 missing in all): every "
+                 "point of a labelled dataset needs its class",
+        "na": "na.csv: missing label 'NA' at data row 5",
+        "nan": "nan.csv: missing label 'nan' at data row 5",
+        "one": "clustering dataset 'one': its labels (--label 'label') are all one class; the best F-measure "
+               "needs two or more",
+    }  # fmt: skip
+    out = tmp_path / "res"
+    for name, message in cases.items():
+        code, err = _main(capsys, "evaluate", "--data", tmp_path / f"{name}.csv", "--out", out, "--quiet")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not out.exists()
+    code, err = _main(capsys, "plot", tmp_path / "na.csv", "--out", tmp_path / "p")
+    assert code == 2 and "na.csv: missing label 'NA' at data row 5" in err, err
+    np.save(tmp_path / "t.npy", np.array([[0.0, 0.0], [1.0, np.nan], [2.0, 1.0]]))
+    from cdfts_dask.evaluation.datasets import load_labelled
+
+    with pytest.raises(ValueError, match=r"t\.npy: missing label nan at row 1 \(label column -1; 1 missing"):
+        load_labelled(tmp_path / "t.npy", -1)
 
 
 def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, client, capsys, monkeypatch):
@@ -435,9 +476,17 @@ def test_evaluate_resume_refuses_records_whose_values_are_wrong(tmp_path):
         "n 0 is not a positive integer": {"n": 0},
         "params [] is not a mapping": {"params": []},
         "algorithm 3 is not a text": {"algorithm": 3},
+        "tparam '60' is neither null nor a number": {"tparam": "60"},  # was: '<' not supported ... (an audit)
     }
     for said, edit in edits.items():
         path.write_text("\n".join([published[0], json.dumps({**first, **edit}), published[2]]) + "\n")
         said = re.escape(f"records.jsonl: line 2 is not a task record ({said})")
         with pytest.raises(ValueError, match=said):
             load_done(path, [])
+    # a second record of one task's algorithm replaced the first, silently (found by an audit, 2026-12-06)
+    path.write_text("\n".join([published[0], published[1], json.dumps({**first, "score": 0.999})]) + "\n")
+    label = f"{first['task']}/{first['dataset']} {first['transform']}"
+    label += "" if first["tparam"] is None else f" {first['tparam']}"
+    said = f"records.jsonl: line 3 repeats the record of task {label!r}, algorithm {first['algorithm']!r} "
+    with pytest.raises(ValueError, match=re.escape(said + "(first at line 1)")):
+        load_done(path, [])

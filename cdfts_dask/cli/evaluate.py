@@ -110,8 +110,10 @@ def build_tasks(args) -> list:
     specs = shared_specs(Path(args.datasets).resolve()) if args.datasets else []
     specs += [DatasetSpec(Path(f).stem, args.task, str(Path(f).resolve()), args.label) for f in args.data]
     specs = _distinct_datasets(specs)
-    if args.only:
-        keep = {s.strip() for s in args.only.split(",")}
+    if args.only is not None:
+        keep = {s.strip() for s in args.only.split(",")} - {""}
+        if not keep:  # "" selected every dataset
+            raise ValueError(f"--only: give one or more dataset names (comma-separated), got {args.only!r}")
         unknown = sorted(keep - {s.name for s in specs})
         if unknown:
             raise ValueError(f"--only: no dataset named {', '.join(map(repr, unknown))} among those given")
@@ -128,6 +130,11 @@ def build_tasks(args) -> list:
         X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
+        if spec.task == "clustering" and len(set(y.tolist())) < 2:
+            raise ValueError(
+                f"clustering dataset {spec.name!r}: its labels (--label {spec.label!r}) are all one class; "
+                "the best F-measure needs two or more (one cluster of every point scores 1 against one class)"
+            )
         if spec.task == "anomaly":
             _check_both_classes(spec, X, y, max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
@@ -187,6 +194,9 @@ def _distinct_datasets(specs: list) -> list:
 
 
 def _check_inputs_are_not_outputs(specs, out: Path) -> None:
+    """Refuse an ``--out`` that is a file, or would overwrite a dataset given as ``--data``."""
+    if out.exists() and not out.is_dir():  # was a bare "[Errno 17] File exists" once the cluster was up
+        raise ValueError(f"--out: {str(out)!r} is a file; give a folder (it is made if it does not exist)")
     written = {(out / name).resolve() for name in WRITTEN}
     for spec in specs:
         if Path(spec.path).resolve() in written:
@@ -271,7 +281,8 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple
     """Records of ``path`` (records.jsonl): those of this run's ``tasks`` that are complete, the labels
     of those tasks, and every record of a task outside ``tasks`` as ``(line, record)``.
 
-    Every line must be a JSON record with the fields a task writes; a task counts as done only
+    Every line must be a JSON record with the fields a task writes, and no two the record of one task's
+    one algorithm (a repeated one would silently replace the other); a task counts as done only
     when it has a record for each of its algorithms (the records of an incomplete one are dropped: it
     runs again).  The records of other tasks (datasets left out by ``--only`` or not given) are not
     used by this run; :func:`_start_output` keeps their lines verbatim."""
@@ -281,6 +292,7 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple
     labels = {t.label for t in tasks}
     by_label: dict[str, dict[str, dict]] = {}
     others: list[tuple[str, dict]] = []
+    first_line: dict[tuple[str, str], int] = {}
     text = path.read_text()
     lines = text.splitlines()
     for i, line in enumerate(lines, 1):
@@ -299,6 +311,14 @@ def load_done(path: Path, tasks: list) -> tuple[list[dict], set[str], list[tuple
         wrong = _wrong_record_value(rec)
         if wrong is not None:
             raise ValueError(f"{path}: line {i} is not a task record ({wrong}); cannot resume")
+        key = (_record_label(rec), rec["algorithm"])
+        if key in first_line:
+            raise ValueError(
+                f"{path}: line {i} repeats the record of task {key[0]!r}, algorithm {key[1]!r} (first at "
+                f"line {first_line[key]}): a task writes one record per algorithm; remove the wrong one to "
+                "resume"
+            )
+        first_line[key] = i
         if _record_label(rec) in labels:
             by_label.setdefault(_record_label(rec), {})[rec["algorithm"]] = rec
         else:
@@ -324,8 +344,8 @@ _SCORE_RANGES = {
 def _wrong_record_value(rec: dict) -> str | None:
     """What is wrong with a record's values, or None: every score a finite number in its range
     (:data:`_SCORE_RANGES`; those a task writes), ``n`` a positive integer, ``params`` a mapping,
-    ``task``, ``dataset``, ``transform`` and ``algorithm`` texts.  A kept record goes into the tables as
-    it is: an edited or damaged one must not."""
+    ``tparam`` null or a number, ``task``, ``dataset``, ``transform`` and ``algorithm`` texts.  A kept
+    record goes into the tables as it is: an edited or damaged one must not."""
     for key, (lo, hi) in _SCORE_RANGES.items():
         if key not in rec:
             continue
@@ -336,6 +356,9 @@ def _wrong_record_value(rec: dict) -> str | None:
         return f"n {rec['n']!r} is not a positive integer"
     if not isinstance(rec["params"], dict):
         return f"params {rec['params']!r} is not a mapping"
+    tparam = rec["tparam"]
+    if tparam is not None and (isinstance(tparam, bool) or not isinstance(tparam, (int, float))):
+        return f"tparam {tparam!r} is neither null nor a number"
     texts = [k for k in ("task", "dataset", "transform", "algorithm") if not isinstance(rec[k], str)]
     return None if not texts else f"{texts[0]} {rec[texts[0]]!r} is not a text"
 

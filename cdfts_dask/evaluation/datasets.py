@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..inputs import read_table
+from ..csv_input import is_missing
+from ..inputs import is_csv_path, read_table
 
 CLUSTERING_SYNTHETIC = ("3L", "4C")
 ANOMALY_SYNTHETIC = {"syn1_anomaly": "syn1", "syn2_anomaly": "syn2"}
@@ -44,6 +45,7 @@ def load_labelled(
     X, labels, _ = read_table(path, label_column=label, name=str(path))
     if labels is None:
         raise ValueError(f"{path}: no label column {label!r}")
+    _refuse_missing_labels(path, label, labels)
     values = np.asarray(labels)
     try:
         values = values.astype(np.float64)
@@ -58,6 +60,27 @@ def load_labelled(
             )
         y = values  # 0 and 1 as they are
     return np.asarray(X, dtype=np.float64), y.astype(np.int64)
+
+
+def _refuse_missing_labels(path, label, labels) -> None:
+    """Refuse a label column with a missing value (an empty cell, ``NA``, NaN): numbered, it was a class
+    of its own, and every F-measure was averaged over one class more."""
+    values = np.asarray(labels)
+    if values.dtype.kind in "fc":
+        missing = np.isnan(values)
+    elif values.dtype.kind in "OSU":
+        missing = np.array([isinstance(v, float) and np.isnan(v) or isinstance(v, str) and is_missing(v)
+                            for v in values.tolist()], dtype=bool)  # fmt: skip
+    else:
+        return
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        row = f"data row {i + 1}" if is_csv_path(Path(path)) else f"row {i}"  # as each reader counts rows
+        shown, count = values.tolist()[i], int(missing.sum())
+        raise ValueError(
+            f"{path}: missing label {shown!r} at {row} (label column {label!r}; {count} missing in all): "
+            "every point of a labelled dataset needs its class; drop those rows or fill in their labels"
+        )
 
 
 def shared_specs(root) -> list[DatasetSpec]:
