@@ -337,14 +337,14 @@ def fit_sample(fit: FitSpec) -> runner.RunResult:
     ``result.X`` is the drawn points' output (NumPy), ``result.sample_indices`` their rows.
     """
     s = fit.n_references
-    if fit.params.method == "tiled":
+    on_sample_params = replace(fit.params, k=sampling.sampled_k(fit.params.k, s, fit.n))
+    if on_sample_params.for_points(s, fit.client).method == "tiled":  # as fit_exact decides it for s points
         refuse_no_cluster_here(fit.client)  # before the draw, which may read a large input
     source = fit.points if fit.lazy is None else fit.lazy.array
     idx, F = sampling.draw_references(source, fit.n, s, fit.random_state)
     sampling.warn_constant_columns(F, fit.points)
     logger.info("sampled fit: %d of %d points drawn as references", s, fit.n)
-    k_s = sampling.sampled_k(fit.params.k, s, fit.n)
-    on_sample = replace(fit, points=F, lazy=None, n=s, params=replace(fit.params, k=k_s), n_references=None)
+    on_sample = replace(fit, points=F, lazy=None, n=s, params=on_sample_params, n_references=None)
     seed = fit.random_state if v.is_integer(fit.random_state) else None  # a Generator: not kept
     draw = {"n_references": s, "rows": fit.n, "random_state": None if seed is None else int(seed),
             "k": fit.params.k}  # fmt: skip

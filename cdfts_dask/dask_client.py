@@ -116,8 +116,9 @@ def _stall_warning(statuses: dict[str, str], address: str) -> str | None:
     if not statuses:
         return (
             f"the Dask cluster (scheduler {address}) has had no worker for at least {STALL_POLL:g} s (its "
-            "workers left or were killed, and none has joined since): the run waits until one joins; "
-            f"start workers (dask worker {address}), or stop the run (with a checkpoint it resumes)"
+            "workers left or were killed, or an adaptive cluster retired them while the client worked "
+            "alone): the run waits until one joins; an adaptive cluster starts them for the next task, "
+            f"otherwise start workers (dask worker {address}) or stop the run (with a checkpoint it resumes)"
         )
     if all(status == "paused" for status in statuses.values()):
         return (
@@ -133,10 +134,11 @@ def _stall_warning(statuses: dict[str, str], address: str) -> str | None:
 @contextlib.contextmanager
 def warn_while_the_run_stalls(client):
     """While the block runs, ask the scheduler every :data:`STALL_POLL` seconds whether the run can go
-    on: when two asks in a row find no worker at all, or every worker paused (Dask pauses a worker whose
-    memory reached its pause fraction: it runs no task), warn, once for each, saying which (a warning
-    that cannot be shown, under ``-W error``, goes to the log).  The run goes on waiting (a worker may
-    join; a paused one resumes once its memory is freed, e.g. by spilling to disk)."""
+    on: when two asks in a row find no worker at all (an adaptive cluster may also have retired them
+    while the client worked alone: the warning says so), or every worker paused (Dask pauses a worker
+    whose memory reached its pause fraction: it runs no task), warn, once for each, saying which (a
+    warning that cannot be shown, under ``-W error``, goes to the log).  The run goes on waiting
+    (a worker may join; a paused one resumes once its memory is freed, e.g. by spilling to disk)."""
     stop = threading.Event()
 
     def watch() -> None:

@@ -213,10 +213,12 @@ def zarr_node_type(path) -> str | None:
 
 
 def root_metadata_lost(path) -> bool:
-    """A folder holding a run store's ``iterations`` whose own ``zarr.json`` (the run's attributes) is
-    missing or cannot be read as a Zarr group's: a damaged cdfts-dask store, named so in its refusals
-    (it is no store to write into, nor a model)."""
-    return Path(path, "iterations").is_dir() and zarr_node_type(path) != "group"
+    """A folder holding a run store's first iteration (``iterations/00000/X``, a Zarr array) whose own
+    ``zarr.json`` (the run's attributes) is missing or cannot be read as a Zarr group's: a damaged
+    cdfts-dask store, named so in its refusals (it is no store to write into, nor a model).  A folder of
+    other things that happens to hold an ``iterations`` folder is not one."""
+    first = Path(path, "iterations", "00000", "X")
+    return zarr_node_type(first) == "array" and zarr_node_type(path) != "group"
 
 
 def checkpoint_state(path) -> str:

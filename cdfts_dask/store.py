@@ -492,13 +492,14 @@ class _Undecodable(Exception):
 
 
 def _read_in_storage(what: str, read, *args):
-    """``read(*args)`` (open or read ``what`` of a store); a ``KeyError`` (missing) is passed on; a failure
+    """``read(*args)`` (open or read ``what`` of a store); a ``KeyError`` (missing) and an ``ImportError``
+    (a codec this installation lacks: no damage) are passed on; a failure
     of the storage or of this machine (``OSError``, ``MemoryError``) says nothing of the data and is
     raised as an ``OSError`` that says so; anything else (a garbled ``zarr.json``, a chunk that fails to
     decode) is damage: :class:`_Undecodable`, naming ``what``."""
     try:
         return read(*args)
-    except KeyError:
+    except (KeyError, ImportError):  # missing; a codec this installation lacks (not damage)
         raise
     except (OSError, MemoryError) as exc:
         raise OSError(

@@ -267,7 +267,7 @@ BAD_TYPES = {
     "tile-size-float": {"tile_size": 10.5},
     "resume-string": {"resume": "yes"},
     "return_info-string": {"return_info": "yes"},  # returned a tuple (found by a fuzz audit)
-    "verbose-string": {"verbose": 1},
+    "verbose-int": {"verbose": 1},
     "client-int": {"client": 42, "method": "tiled"},
     "checkpoint-int": {"checkpoint": 123},  # it made a store named '123' in the working directory
     "security-string": {"security": "tls"},  # refused only once a cluster had started, by distributed

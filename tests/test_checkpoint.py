@@ -243,6 +243,13 @@ def test_a_store_whose_own_zarr_json_is_lost_is_named_damaged(tmp_path, points, 
         cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
     with pytest.raises(ValueError, match=r"^model: .* is a damaged cdfts-dask run store: its zarr\.json"):
         load(store)
+    other = tmp_path / "project"  # a folder of the user's that holds an 'iterations' folder is no store
+    (other / "iterations").mkdir(parents=True)
+    (other / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match=r"is an existing folder that is not a cdfts-dask run store"):
+        cdf_ts(points, lam=0.2, max_iter=1, method="dense", checkpoint=other)
+    with pytest.raises(ValueError, match=r"^model: .* is not a cdfts-dask run store"):
+        load(other)
 
 
 def _swap_folders(a, b) -> None:

@@ -130,9 +130,10 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
 
 
 def _small_table(path, rows: int = 55) -> list:
-    """``rows`` points of 3L (every 5th) with two label columns, ``label`` and ``other``; ``--data path``."""
+    """``rows`` points of 3L spread over its three classes (every 10th; 3L lists them class by class),
+    with two label columns, ``label`` and ``other``; ``--data path``."""
     lines = (DATA / "3L.csv").read_text().splitlines()
-    body = [f"{line},{i % 3}" for i, line in enumerate(lines[1::5][:rows])]
+    body = [f"{line},{i % 3}" for i, line in enumerate(lines[1::10][:rows])]
     path.write_text("\n".join([lines[0] + ",other", *body]) + "\n")
     return ["--data", path]
 
@@ -343,10 +344,10 @@ def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_pat
 
 
 def test_evaluate_refuses_clustering_labels_that_are_missing_or_all_one_class(tmp_path, capsys):
-    """Found by an evaluation audit (2026-12-06): a missing label (an empty cell, NA, NaN) was numbered as a
-    class of its own (wine with one label blanked: DP 0.92 -> 0.79, LGD 0.96 -> 0.71, exit 0), and labels
-    all of one class gave 1.00 in every cell.  Both refused before any work, in one line; ``cdfts plot``
-    refuses the missing label too (it reads labels the same way)."""
+    """Found by an evaluation audit (2026-12-06): a missing label (an empty cell; NA or nan among numbers;
+    a NaN) was numbered as a class of its own (wine with one label blanked: DP 0.92 -> 0.79, LGD 0.96 ->
+    0.71, exit 0), and labels all of one class gave 1.00 in every cell.  Both refused before any work, in
+    one line; ``cdfts plot`` refuses the missing label too (it reads labels the same way)."""
     rows = [f"{i % 7},{(i * 3) % 11},{i % 2}" for i in range(60)]
     for name, cell in (("empty", ""), ("na", "NA"), ("nan", "nan")):
         bad = rows[:4] + [rows[4].rsplit(",", 1)[0] + f",{cell}"] + rows[5:]
@@ -373,6 +374,11 @@ def test_evaluate_refuses_clustering_labels_that_are_missing_or_all_one_class(tm
 
     with pytest.raises(ValueError, match=r"t\.npy: missing label nan at row 1 \(label column -1; 1 missing"):
         load_labelled(tmp_path / "t.npy", -1)
+    # class names are classes whatever they say (a review: 'none' of contact-lenses was refused)
+    names = ["none", "soft", "hard", "NA", "?", "null"]
+    (tmp_path / "names.csv").write_text("".join(["f,label\n", *(f"{i},{names[i % 6]}\n" for i in range(60))]))
+    numbered = [3, 5, 2, 1, 0, 4]  # by sorted name: ?, NA, hard, none, null, soft
+    assert np.array_equal(load_labelled(tmp_path / "names.csv")[1], [numbered[i % 6] for i in range(60)])
 
 
 def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, client, capsys, monkeypatch):

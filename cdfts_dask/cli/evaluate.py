@@ -130,11 +130,8 @@ def build_tasks(args) -> list:
         X, y = load_labelled(spec.path, spec.label, anomaly=spec.task == "anomaly")
         n = min(len(y), max_n)
         _check_enough_points_for_ec(spec, len(y), max_n, tt)
-        if spec.task == "clustering" and len(set(y.tolist())) < 2:
-            raise ValueError(
-                f"clustering dataset {spec.name!r}: its labels (--label {spec.label!r}) are all one class; "
-                "the best F-measure needs two or more (one cluster of every point scores 1 against one class)"
-            )
+        if spec.task == "clustering":
+            _check_two_classes(spec, y)
         if spec.task == "anomaly":
             _check_both_classes(spec, X, y, max_n, tt)
         tasks.append(Task(spec, "original", None, max_n, tt, grids, len(y)))
@@ -217,6 +214,16 @@ def _check_enough_points_for_ec(spec, rows: int, max_n: int, train_test: bool) -
         raise ValueError(
             f"dataset {spec.name!r}: EC needs at least {MIN_POINTS} points{part}, got {smallest} "
             f"({rows} rows, --max-n {max_n})"
+        )
+
+
+def _check_two_classes(spec, y) -> None:
+    """A clustering dataset's best F-measure tells clusterings apart only with two or more classes: one
+    cluster of every point scores 1 against one class (every cell 1.00, exit 0): refused, one line."""
+    if len(set(y.tolist())) < 2:
+        raise ValueError(
+            f"clustering dataset {spec.name!r}: its labels (--label {spec.label!r}) are all one class; "
+            "the best F-measure needs two or more (one cluster of every point scores 1 against one class)"
         )
 
 

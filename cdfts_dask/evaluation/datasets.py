@@ -63,23 +63,30 @@ def load_labelled(
 
 
 def _refuse_missing_labels(path, label, labels) -> None:
-    """Refuse a label column with a missing value (an empty cell, ``NA``, NaN): numbered, it was a class
-    of its own, and every F-measure was averaged over one class more."""
-    values = np.asarray(labels)
-    if values.dtype.kind in "fc":
-        missing = np.isnan(values)
-    elif values.dtype.kind in "OSU":
-        missing = np.array([isinstance(v, float) and np.isnan(v) or isinstance(v, str) and is_missing(v)
-                            for v in values.tolist()], dtype=bool)  # fmt: skip
-    else:
-        return
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
+    """Refuse a label column with a missing value: an empty cell; in a column of numbers (every other cell
+    a number), also a cell that means "no value" (``NA``, ``nan``, ``null``: :func:`csv_input.is_missing`)
+    and NaN.  Numbered, a missing label was a class of its own, and every F-measure was averaged over
+    one class more.  In a column of class names, a name is a class whatever it says (``none``, ``NA``)."""
+    cells = np.asarray(labels).tolist()
+    texts = [c.strip() if isinstance(c, str) else c for c in cells]
+    empty = [isinstance(c, str) and not c for c in texts]
+
+    def number(c) -> bool:
+        try:
+            float(c)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    numeric = all(number(c) or isinstance(c, str) and is_missing(c) for c in texts)
+    missing = [e or (numeric and (not number(c) or np.isnan(float(c))))
+               for e, c in zip(empty, texts, strict=True)]  # fmt: skip
+    if any(missing):
+        i = missing.index(True)
         row = f"data row {i + 1}" if is_csv_path(Path(path)) else f"row {i}"  # as each reader counts rows
-        shown, count = values.tolist()[i], int(missing.sum())
         raise ValueError(
-            f"{path}: missing label {shown!r} at {row} (label column {label!r}; {count} missing in all): "
-            "every point of a labelled dataset needs its class; drop those rows or fill in their labels"
+            f"{path}: missing label {cells[i]!r} at {row} (label column {label!r}; {sum(missing)} missing in "
+            "all): every point of a labelled dataset needs its class; drop those rows or fill in their labels"
         )
 
 
