@@ -212,6 +212,26 @@ def zarr_node_type(path) -> str | None:
     return meta.get("node_type") if isinstance(meta, dict) else None
 
 
+def consolidated_groups_above(path) -> list[Path]:
+    """The Zarr groups that hold ``path`` (its folder, that folder's, ... while each is a group) and carry
+    consolidated metadata (v2 ``.zmetadata``; v3 ``consolidated_metadata`` in ``zarr.json``): a listing
+    of their members made before ``path`` was written, which Zarr reads instead of the folders, so an
+    array written there since is not one of their members (``group[name]`` is a ``KeyError``) until
+    the group is consolidated again (reads only those files)."""
+    found = []
+    for folder in Path(os.path.abspath(path)).parents:
+        if zarr_node_type(folder) != "group":
+            break
+        try:
+            meta = json.loads(Path(folder, "zarr.json").read_text())
+        except (OSError, ValueError):
+            meta = None
+        v3 = isinstance(meta, dict) and meta.get("consolidated_metadata") is not None
+        if v3 or Path(folder, ".zmetadata").is_file():
+            found.append(folder)
+    return found
+
+
 def root_metadata_lost(path) -> bool:
     """A folder holding a run store's first iteration (``iterations/00000/X``, a Zarr array) whose own
     ``zarr.json`` (the run's attributes) is missing or cannot be read as a Zarr group's: a damaged

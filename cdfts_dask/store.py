@@ -75,7 +75,15 @@ import numpy as np
 import zarr
 
 from ._validation import first_difference, shown_names
-from .paths import STORE_FORMAT, checkpoint_state, lock_path, real, replaced_atomically, write_errors_named
+from .paths import (
+    STORE_FORMAT,
+    checkpoint_state,
+    consolidated_groups_above,
+    lock_path,
+    real,
+    replaced_atomically,
+    write_errors_named,
+)
 
 #: 2: per-iteration SHA-256 digests, and iteration 0 keeps the raw input's column range (a model);
 #: 3: the root's and every iteration's attributes carry the SHA-256 of the others (``attributes_digest``)
@@ -562,6 +570,23 @@ def _zarr_format_beside(path) -> int:
     return 2 if (Path(path).parent / ".zgroup").is_file() else 3
 
 
+def warn_if_consolidated_above(path) -> None:
+    """Warn where an output array written at ``path`` is hidden from a Zarr group above it by that group's
+    consolidated metadata (:func:`~cdfts_dask.paths.consolidated_groups_above`; xarray writes it by
+    default).  The group's metadata is left as it is: rewriting it is not this run's to do (zarr
+    rewrites ``zarr.json`` in place, and a killed rewrite would lose the group's attributes); the
+    warning gives the one call that lists the array."""
+    groups = consolidated_groups_above(path)
+    if groups:
+        top = groups[-1]
+        warnings.warn(
+            f"output: {str(path)!r} is written, but the Zarr group {str(top)!r} has consolidated metadata, "
+            f"which does not list it (opened through the group it is a KeyError): list it with "
+            f"zarr.consolidate_metadata({str(top)!r}), or open the array by its own path",
+            stacklevel=2,
+        )
+
+
 def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
     """Write X as a Zarr array at ``path`` without ever leaving a half-written one.
 
@@ -582,6 +607,7 @@ def write_output_zarr(path, X: np.ndarray, attrs: dict | None = None) -> None:
         arr[...] = X
         if attrs:
             arr.attrs.put(jsonable(attrs))
+    warn_if_consolidated_above(path)
 
 
 def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
@@ -606,6 +632,7 @@ def write_dask_zarr(path, X, client, attrs: dict | None = None) -> None:
         if attrs:
             arr.attrs.put(jsonable(attrs))
         client.compute(da.store(X2, arr, lock=False, compute=False)).result()
+    warn_if_consolidated_above(path)
 
 
 # -- one run per store at a time ---------------------------------------------------------------------

@@ -738,3 +738,46 @@ def test_a_zarr_output_inside_a_zarr_v2_group_is_one_of_its_members(tmp_path, cl
     for name in ("lazy.zarr", "mem.zarr"):
         assert np.array_equal(group[name][...], X) and group[name].attrs["n_iter"] == 1
     assert zarr.open_array(str(tmp_path / "plain.zarr"), mode="r").metadata.zarr_format == 3
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_an_output_hidden_by_a_groups_consolidated_metadata_is_warned_of(tmp_path, client, zarr_format):
+    """An output written inside a Zarr group with consolidated metadata (xarray writes it by default) is
+    not one of the group's members until it is consolidated again: the write warns, naming the group
+    and the call that lists it; the group's metadata is not rewritten; no warning where the group has
+    none."""
+    import warnings
+
+    import dask.array as da
+
+    from cdfts_dask.store import write_dask_zarr, write_output_zarr
+
+    X = np.random.default_rng(1).normal(size=(20, 3))
+    group_path = tmp_path / "data.zarr"
+    group = zarr.open_group(str(group_path), mode="w", zarr_format=zarr_format)
+    group.create_group("sub")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr: consolidated metadata is no part of the v3 specification
+        zarr.consolidate_metadata(str(group_path), zarr_format=zarr_format)
+    before = {p.name: p.read_bytes() for p in group_path.iterdir() if p.is_file()}
+    for write, where in ((write_output_zarr, "out.zarr"), (write_dask_zarr, "sub/lazy.zarr")):
+        with pytest.warns(UserWarning) as caught:
+            if write is write_output_zarr:
+                write(group_path / where, X)
+            else:
+                write(group_path / where, da.from_array(X, chunks=(6, 3)), client)
+        said = [str(w.message) for w in caught if str(w.message).startswith("output: ")]
+        assert len(said) == 1 and f"zarr.consolidate_metadata({str(group_path)!r})" in said[0]
+    assert {p.name: p.read_bytes() for p in group_path.iterdir() if p.is_file()} == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyError):
+            zarr.open_group(str(group_path), mode="r")["out.zarr"]
+        zarr.consolidate_metadata(str(group_path), zarr_format=zarr_format)  # the call the warning gives
+        reopened = zarr.open_group(str(group_path), mode="r")
+        assert np.array_equal(reopened["out.zarr"][...], X)
+        assert np.array_equal(reopened["sub"]["lazy.zarr"][...], X)
+    zarr.open_group(str(tmp_path / "plain.zarr"), mode="w", zarr_format=zarr_format)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_output_zarr(tmp_path / "plain.zarr" / "out.zarr", X)
