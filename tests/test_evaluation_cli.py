@@ -300,6 +300,15 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
     code, err = _main(capsys, "evaluate", "--data", tmp_path / "a" / "x.csv", "--out", out / "results.csv")
     assert code == 2 and f"--out: {str(out / 'results.csv')!r} is a file; give a folder" in err, err
     assert (out / "results.csv").read_bytes() == before
+    # an --out that is a folder --datasets reads: its results.csv was a dataset of the next run there
+    root = tmp_path / "collection"
+    (root / "clustering").mkdir(parents=True)
+    (root / "clustering" / "x.csv").write_bytes((tmp_path / "a" / "x.csv").read_bytes())
+    for sub in ("clustering", "anomaly", "synthetic"):
+        code, err = _main(capsys, "evaluate", "--datasets", root, "--out", root / sub / ".", "--quiet")
+        said = f"--out: {str(root / sub)!r} is a folder --datasets {str(root)!r} reads its datasets from"
+        assert code == 2 and err.strip().splitlines() == [err.strip()] and said in err, err
+    assert sorted(p.name for p in root.rglob("*")) == ["clustering", "x.csv"]
 
 
 def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_path, capsys):

@@ -120,7 +120,7 @@ def build_tasks(args) -> list:
         specs = [s for s in specs if s.name in keep]
     if not specs:
         raise ValueError("no datasets: give --datasets DIR and/or --data FILE")
-    _check_inputs_are_not_outputs(specs, Path(args.out))
+    _check_inputs_are_not_outputs(specs, Path(args.out), args.datasets)
     grids = make_grids(args.eps_step, args.dbscan_eps_step)
     tt = _train_test(args)
     tasks = []
@@ -190,10 +190,19 @@ def _distinct_datasets(specs: list) -> list:
     return list(seen.values())
 
 
-def _check_inputs_are_not_outputs(specs, out: Path) -> None:
-    """Refuse an ``--out`` that is a file, or would overwrite a dataset given as ``--data``."""
+def _check_inputs_are_not_outputs(specs, out: Path, datasets: str | None = None) -> None:
+    """Refuse an ``--out`` that is a file, that is one of the folders ``--datasets`` reads its datasets
+    from (its ``results.csv`` would be a dataset of the next run there), or that would overwrite a
+    dataset given as ``--data``."""
+    from ..evaluation.datasets import DATASET_FOLDERS
+
     if out.exists() and not out.is_dir():  # was a bare "[Errno 17] File exists" once the cluster was up
         raise ValueError(f"--out: {str(out)!r} is a file; give a folder (it is made if it does not exist)")
+    if datasets is not None and out.resolve() in {Path(datasets, sub).resolve() for sub in DATASET_FOLDERS}:
+        raise ValueError(
+            f"--out: {str(out)!r} is a folder --datasets {datasets!r} reads its datasets from: the results "
+            "written there (results.csv) would be read as a dataset by the next run; choose another --out"
+        )
     written = {(out / name).resolve() for name in WRITTEN}
     for spec in specs:
         if Path(spec.path).resolve() in written:

@@ -15,6 +15,8 @@ import numpy as np
 from ..csv_input import is_missing
 from ..inputs import is_csv_path, read_table
 
+#: the folders of a datasets directory (laid out like ../shared/datasets) that its datasets are read from
+DATASET_FOLDERS = ("clustering", "anomaly", "synthetic")
 CLUSTERING_SYNTHETIC = ("3L", "4C")
 ANOMALY_SYNTHETIC = {"syn1_anomaly": "syn1", "syn2_anomaly": "syn2"}
 
