@@ -389,7 +389,8 @@ def _say_if_compiling(client, d: int, dtype: str, estimator: str, k: int | None)
     if any(not any_cached for any_cached, _ in states):
         logger.info("compiling the numba kernels, first run only (cached on disk for later runs)")
     elif any(not these for _, these in states):
-        logger.info("compiling the numba kernels for d = %d, %s: about 3 s, once (cached on disk)", d, dtype)
+        logger.info("compiling the numba kernels for d = %d, %s: a few seconds, once (cached on disk)",
+                    d, dtype)  # fmt: skip
 
 
 def _finish(method, result: runner.RunResult, output, lazy, on_cluster: bool, dtype: str = "float64",

@@ -122,7 +122,7 @@ class _InProcessClient:
 @pytest.mark.parametrize(
     "any_cached,d_cached,expected",
     [(False, False, "compiling the numba kernels, first run only (cached on disk for later runs)"),
-     (True, False, "compiling the numba kernels for d = 5, float32: about 3 s, once (cached on disk)"),
+     (True, False, "compiling the numba kernels for d = 5, float32: a few seconds, once (cached on disk)"),
      (True, True, None), (None, None, None)],
 )  # fmt: skip
 def test_compiling_is_said_for_a_first_run_and_for_a_new_number_of_columns(
