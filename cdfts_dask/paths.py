@@ -201,35 +201,38 @@ def _clash(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def zarr_node_type(path) -> str | None:
-    """``"array"`` / ``"group"`` for a Zarr node at ``path`` (v3 ``zarr.json``, or v2 ``.zarray`` /
-    ``.zgroup``), else None (reads only those files)."""
+def _node_metadata(path) -> tuple[str | None, dict]:
+    """The Zarr node type at ``path`` (``"array"``, ``"group"`` or None) and its v3 ``zarr.json`` (``{}``
+    for a v2 node or none), reading only those files."""
     try:
         meta = json.loads(Path(path, "zarr.json").read_text())
     except (OSError, ValueError):
         v2 = {".zarray": "array", ".zgroup": "group"}
-        return next((kind for name, kind in v2.items() if Path(path, name).is_file()), None)
-    return meta.get("node_type") if isinstance(meta, dict) else None
+        return next((kind for name, kind in v2.items() if Path(path, name).is_file()), None), {}
+    return (meta.get("node_type"), meta) if isinstance(meta, dict) else (None, {})
 
 
-def consolidated_groups_above(path) -> list[Path]:
-    """The Zarr groups that hold ``path`` (its folder, that folder's, ... while each is a group) and carry
-    consolidated metadata (v2 ``.zmetadata``; v3 ``consolidated_metadata`` in ``zarr.json``): a listing
-    of their members made before ``path`` was written, which Zarr reads instead of the folders, so an
-    array written there since is not one of their members (``group[name]`` is a ``KeyError``) until
-    the group is consolidated again (reads only those files)."""
-    found = []
+def zarr_node_type(path) -> str | None:
+    """``"array"`` / ``"group"`` for a Zarr node at ``path`` (v3 ``zarr.json``, or v2 ``.zarray`` /
+    ``.zgroup``), else None (reads only those files)."""
+    return _node_metadata(path)[0]
+
+
+def consolidated_group_above(path) -> Path | None:
+    """The outermost Zarr group holding ``path`` (its folder, that folder's, ... while each is a group)
+    that carries consolidated metadata (v2 ``.zmetadata``; v3 ``consolidated_metadata`` in
+    ``zarr.json``), else None: a listing of its members made before ``path`` was written, which Zarr
+    reads instead of the folders, so an array written there since is not one of its members
+    (``group[name]`` is a ``KeyError``) until the group is consolidated again, which lists every
+    member below it (reads only those files)."""
+    outermost = None
     for folder in Path(os.path.abspath(path)).parents:
-        if zarr_node_type(folder) != "group":
-            break
-        try:
-            meta = json.loads(Path(folder, "zarr.json").read_text())
-        except (OSError, ValueError):
-            meta = None
-        v3 = isinstance(meta, dict) and meta.get("consolidated_metadata") is not None
-        if v3 or Path(folder, ".zmetadata").is_file():
-            found.append(folder)
-    return found
+        kind, meta = _node_metadata(folder)
+        if kind != "group":
+            return outermost
+        if meta.get("consolidated_metadata") is not None or Path(folder, ".zmetadata").is_file():
+            outermost = folder
+    return outermost
 
 
 def root_metadata_lost(path) -> bool:

@@ -78,7 +78,7 @@ from ._validation import first_difference, shown_names
 from .paths import (
     STORE_FORMAT,
     checkpoint_state,
-    consolidated_groups_above,
+    consolidated_group_above,
     lock_path,
     real,
     replaced_atomically,
@@ -572,13 +572,12 @@ def _zarr_format_beside(path) -> int:
 
 def warn_if_consolidated_above(path) -> None:
     """Warn where an output array written at ``path`` is hidden from a Zarr group above it by that group's
-    consolidated metadata (:func:`~cdfts_dask.paths.consolidated_groups_above`; xarray writes it by
+    consolidated metadata (:func:`~cdfts_dask.paths.consolidated_group_above`; xarray writes it by
     default).  The group's metadata is left as it is: rewriting it is not this run's to do (zarr
     rewrites ``zarr.json`` in place, and a killed rewrite would lose the group's attributes); the
     warning gives the one call that lists the array."""
-    groups = consolidated_groups_above(path)
-    if groups:
-        top = groups[-1]
+    top = consolidated_group_above(path)
+    if top is not None:
         warnings.warn(
             f"output: {str(path)!r} is written, but the Zarr group {str(top)!r} has consolidated metadata, "
             f"which does not list it (opened through the group it is a KeyError): list it with "

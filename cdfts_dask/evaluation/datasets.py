@@ -64,6 +64,14 @@ def load_labelled(
     return np.asarray(X, dtype=np.float64), y.astype(np.int64)
 
 
+def _number_or_none(cell) -> float | None:
+    """A label cell as a number (text, an int or a float), None where it is none."""
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        return None
+
+
 def _refuse_missing_labels(path, label, labels) -> None:
     """Refuse a label column with a missing value: an empty cell; in a column of numbers (every other cell
     a number), also a cell that means "no value" (``NA``, ``nan``, ``null``: :func:`csv_input.is_missing`)
@@ -71,18 +79,9 @@ def _refuse_missing_labels(path, label, labels) -> None:
     one class more.  In a column of class names, a name is a class whatever it says (``none``, ``NA``)."""
     cells = np.asarray(labels).tolist()
     texts = [c.strip() if isinstance(c, str) else c for c in cells]
-    empty = [isinstance(c, str) and not c for c in texts]
-
-    def number(c) -> bool:
-        try:
-            float(c)
-        except (TypeError, ValueError):
-            return False
-        return True
-
-    numeric = all(number(c) or isinstance(c, str) and is_missing(c) for c in texts)
-    missing = [e or (numeric and (not number(c) or np.isnan(float(c))))
-               for e, c in zip(empty, texts, strict=True)]  # fmt: skip
+    pairs = [(_number_or_none(c), c) for c in texts]
+    numeric = all(x is not None or isinstance(c, str) and is_missing(c) for x, c in pairs)
+    missing = [c == "" or numeric and (x is None or np.isnan(x)) for x, c in pairs]
     if any(missing):
         i = missing.index(True)
         row = f"data row {i + 1}" if is_csv_path(Path(path)) else f"row {i}"  # as each reader counts rows
@@ -97,17 +96,18 @@ def shared_specs(root) -> list[DatasetSpec]:
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"datasets directory not found: {str(root)!r}")
-    specs = [DatasetSpec(p.stem, "clustering", str(p)) for p in sorted((root / "clustering").glob("*.csv"))]
+    clustering, anomaly, synthetic = (root / folder for folder in DATASET_FOLDERS)
+    specs = [DatasetSpec(p.stem, "clustering", str(p)) for p in sorted(clustering.glob("*.csv"))]
     specs += [
-        DatasetSpec(n, "clustering", str(root / "synthetic" / f"{n}.csv"))
+        DatasetSpec(n, "clustering", str(synthetic / f"{n}.csv"))
         for n in CLUSTERING_SYNTHETIC
-        if (root / "synthetic" / f"{n}.csv").exists()
+        if (synthetic / f"{n}.csv").exists()
     ]
-    specs += [DatasetSpec(p.stem, "anomaly", str(p)) for p in sorted((root / "anomaly").glob("*.csv"))]
+    specs += [DatasetSpec(p.stem, "anomaly", str(p)) for p in sorted(anomaly.glob("*.csv"))]
     specs += [
-        DatasetSpec(short, "anomaly", str(root / "synthetic" / f"{f}.csv"))
+        DatasetSpec(short, "anomaly", str(synthetic / f"{f}.csv"))
         for f, short in ANOMALY_SYNTHETIC.items()
-        if (root / "synthetic" / f"{f}.csv").exists()
+        if (synthetic / f"{f}.csv").exists()
     ]
     return specs
 
