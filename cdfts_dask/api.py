@@ -16,7 +16,13 @@ import numpy as np
 
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
-from .dask_client import WORKER_FOOTPRINT, dask_client, outlives_the_run, refuse_no_cluster_here
+from .dask_client import (
+    WORKER_FOOTPRINT,
+    dask_client,
+    lost_its_scheduler,
+    outlives_the_run,
+    refuse_no_cluster_here,
+)
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
 from .log import describe_client, logger, verbosity
@@ -26,7 +32,9 @@ from .params import RunParams
 
 
 class WorkersLost(ConnectionError):
-    """The Dask workers holding the run's data were lost (killed, out of memory, network cut)."""
+    """The cluster lost the run's data: the Dask workers holding it (killed, out of memory, network cut)
+    or the connection to the Dask scheduler (killed, restarted, network cut), with which every worker's
+    share of the run is gone too."""
 
 
 def cdf_ts(
@@ -281,11 +289,12 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:
             return _fit_tiled(c, fit, p, args, output)
-        except (FutureCancelledError, KilledWorker) as exc:
-            _forget_the_runs_futures(exc)
-            raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
         except BaseException as exc:
             _forget_the_runs_futures(exc)
+            if lost_its_scheduler(c, exc):
+                raise WorkersLost(_scheduler_lost_message(exc, c, fit.checkpoint)) from None
+            if isinstance(exc, (FutureCancelledError, KilledWorker)):
+                raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
             raise
 
 
@@ -318,17 +327,37 @@ def _forget_the_runs_futures(exc: BaseException) -> None:
 
 
 def _workers_lost_message(exc: BaseException, checkpoint) -> str:
-    how = (
-        f"continue it from the last saved iteration with resume=True (--resume) and checkpoint {checkpoint!r}"
-        if checkpoint is not None
-        else "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
-    )
-    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
     return (
-        f"the Dask workers holding this run's data were lost ({type(exc).__name__}: {reason}); {how} "
+        f"the Dask workers holding this run's data were lost ({_first_line(exc)}); "
+        f"{_how_to_go_on(checkpoint)} "
         "(where the workers' logs say they exceeded their memory budget, give each more memory first: "
         f"about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data)"
     )
+
+
+def _scheduler_lost_message(exc: BaseException, client, checkpoint) -> str:
+    """The run's error when the client lost its scheduler (killed, restarted, network cut): Dask's own
+    error (``CommClosedError``, a cancelled future, a connect timeout after its reconnect attempts) says
+    neither what was lost nor how to go on."""
+    address = getattr(client.scheduler, "address", None) or "?"
+    return (
+        f"lost the connection to the Dask scheduler at {address} ({_first_line(exc)}), and with it the "
+        f"run's data on the cluster; once the scheduler is back, {_how_to_go_on(checkpoint)}"
+    )
+
+
+def _how_to_go_on(checkpoint) -> str:
+    if checkpoint is not None:
+        return (
+            f"continue it from the last saved iteration with resume=True (--resume) and checkpoint "
+            f"{checkpoint!r}"
+        )
+    return "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
+
+
+def _first_line(exc: BaseException) -> str:
+    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {reason}"
 
 
 def fit_sample(fit: FitSpec) -> runner.RunResult:

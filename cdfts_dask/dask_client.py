@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import threading
+import time
 import warnings
 import weakref
 
@@ -165,6 +166,23 @@ def warn_while_the_run_stalls(client):
     finally:
         stop.set()
         thread.join(timeout=1.0)  # a scheduler that does not answer must not hold the run's end
+
+
+#: seconds a run's connection error waits for the client to see that its scheduler is gone
+SCHEDULER_LOSS_GRACE = 2.0
+
+
+def lost_its_scheduler(client, exc: BaseException) -> bool:
+    """Whether the run's error ``exc`` came from ``client`` losing its scheduler (killed, restarted,
+    network cut): the client is reconnecting, or closed after failing to.  A connection error
+    (``CommClosedError`` of a call to the scheduler, an ``OSError``) can reach the run before the
+    client's own link notices the same reset; it waits up to :data:`SCHEDULER_LOSS_GRACE` for that."""
+    if not isinstance(exc, Exception):  # Ctrl-C, SystemExit: the caller's, whatever the client
+        return False
+    deadline = time.monotonic() + SCHEDULER_LOSS_GRACE
+    while isinstance(exc, OSError) and client.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return client.status != "running"
 
 
 def check_workers(client, gpu: bool = False) -> None:

@@ -484,3 +484,25 @@ def test_a_zarr_folder_named_npy_is_read_as_zarr_by_every_method_and_a_zarr_arra
     assert err == [f"cdfts apply: error: model: {str(tmp_path / 'v3.zarr')!r} is not a cdfts-dask run store: "
                    "it is a Zarr array (points?); a store is the folder a completed run was given as "
                    "--checkpoint / checkpoint="]  # fmt: skip
+
+
+QUIET_SCRIPT = """
+import logging
+from cdfts_dask.cli.options import dask_quiet
+with dask_quiet():
+    import distributed  # as a run imports it: inside the block
+    logging.getLogger("distributed.client").error("client inside")
+    logging.getLogger("distributed.core").error("core inside")
+logging.getLogger("distributed.client").error("client after")
+"""
+
+
+def test_dask_quiet_drops_dasks_records_also_of_loggers_with_their_own_level():
+    """Regression: a run whose scheduler was killed printed ``distributed.client - ERROR - Failed to
+    reconnect to scheduler after 30.00 seconds`` before the CLI's one-line error: Dask's logging
+    configuration gives ``distributed.client`` a level and handler of its own, which the level set on
+    ``distributed`` does not reach (and Dask sets it when imported, so inside the block too).  Dask's
+    records return after the block."""
+    res = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], capture_output=True, text=True, env=cli_env())
+    assert res.returncode == 0, res.stderr
+    assert "inside" not in res.stderr and "client after" in res.stderr, res.stderr

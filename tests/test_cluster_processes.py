@@ -66,6 +66,34 @@ def test_a_scheduler_without_workers_is_refused_after_a_bounded_wait(tmp_path, m
     assert not (tmp_path / "out.npy").exists()
 
 
+def test_a_run_whose_scheduler_is_killed_names_it_and_resumes_from_its_checkpoint(tmp_path):
+    """Regression: a scheduler killed mid-run (a restarted scheduler pod, a cut network) ended the run
+    with Dask's bare ``CommClosedError: in <TCP (closed) ConnectionPool.ncores ...>`` or, after Dask's
+    30 s of reconnect attempts, ``Timed out trying to connect to tcp://...``: neither said that the
+    run's data on the cluster was gone nor how to go on.  Now ``WorkersLost`` names the scheduler and
+    the checkpoint to resume, and the resume on another cluster ends with the undisturbed result."""
+    X = np.loadtxt(SYN, delimiter=",", skiprows=1)[:, :-1]
+    expected = cdfts_dask.cdf_ts(X, delta=1e-12, max_iter=3, method="dense")
+    store = tmp_path / "run.zarr"
+    with dask_processes(1) as (address, procs):
+
+        def kill_the_scheduler(report):
+            if report.iteration == 1:  # iteration 1 is in the checkpoint by now
+                procs[0].kill()
+
+        message = (
+            rf"^lost the connection to the Dask scheduler at {address} \(\w+: .*\), and with it the run's "
+            rf"data on the cluster; once the scheduler is back, continue it .* resume=True \(--resume\) "
+            rf"and checkpoint '{store}'$"
+        )
+        with pytest.raises(cdfts_dask.WorkersLost, match=message):
+            cdfts_dask.cdf_ts(X, delta=1e-12, max_iter=3, method="tiled", client=address,
+                              checkpoint=store, progress=kill_the_scheduler)  # fmt: skip
+    resumed = cdfts_dask.cdf_ts(X, delta=1e-12, max_iter=3, method="tiled", n_workers=1, checkpoint=store,
+                                resume=True)  # fmt: skip
+    np.testing.assert_allclose(resumed, expected, rtol=0, atol=1e-9)
+
+
 BLOCK_CDFTS = """
 import sys
 

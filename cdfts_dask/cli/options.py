@@ -95,9 +95,18 @@ def dask_quiet():
     the duration, in this process and in an embedded cluster: they would come before the CLI's
     one-line error."""
     import dask
+    import distributed  # noqa: F401  Dask's logging set up now: imported inside, it would reset the levels
 
-    loggers = [logging.getLogger(name) for name in ("distributed", "asyncio")]  # asyncio: "Task exception
-    levels = [lg.level for lg in loggers]  # was never retrieved ... AllExit" when Ctrl-C cuts a gather
+    # asyncio: "Task exception was never retrieved ... AllExit" when Ctrl-C cuts a gather; the loggers
+    # under distributed to which Dask's logging configuration gives a level and handler of their own
+    # (distributed.client: "Failed to reconnect to scheduler after 30.00 seconds") do not follow it
+    names = ["distributed", "asyncio"] + [
+        name
+        for name, lg in logging.root.manager.loggerDict.items()
+        if name.startswith("distributed.") and isinstance(lg, logging.Logger) and lg.level != logging.NOTSET
+    ]
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.CRITICAL)
     try:
