@@ -17,8 +17,9 @@ def blobs(n: int, d: int, seed: int = 0) -> np.ndarray:
 
 
 def awkward(n: int, d: int, seed: int = 0) -> np.ndarray:
-    """Blobs with lattice coordinates (many pairs exactly on a boundary), duplicated points and a
-    constant last column."""
+    """Blobs with lattice coordinates (many pairs at equal distances), duplicated points and a
+    constant last column.  No pair lies exactly on the lambda boundary after the normalisation (counted
+    at the sizes the tests use): the tests of exact boundary ties build their own points."""
     rng = np.random.default_rng(seed)
     X = blobs(n, d, seed)
     X[: n // 3] = np.round(rng.uniform(size=(n // 3, d)) * 10) / 10

@@ -357,3 +357,39 @@ def test_references_whose_outside_rho_cancels_are_decided_in_float64(name, X, es
     Such a reference's pairs are now decided in float64 in the oracle's order (``plan.rho_float64``)."""
     assert_step_is_the_oracles(cpu, X, estimator, k, dtype)
 
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_pair_exactly_on_the_threshold_between_two_leaves_is_counted(dtype):
+    """Two k-d leaves of 32 points (1-D, exact binary values) whose boxes are exactly lam m apart: the
+    nearest pair across them lies on the threshold (s = lam, inside), so the leaf pair's box gap equals
+    the threshold and must not rule it out.  The counts equal the exact ones (rational arithmetic)."""
+    from fractions import Fraction
+
+    left = np.arange(32) / 64  # 0 .. 31/64
+    right = 47 / 64 + np.arange(32) * (17 / 64) / 31  # 47/64 .. 1: 47/64 - 31/64 = 1/4 = lam
+    X = np.concatenate([left, right])[:, None]
+    assert X.min() == 0 and X.max() == 1  # m = 1, already normalised
+    lam = 0.25
+    exact = [sum(abs(Fraction(z) - Fraction(y)) <= Fraction(lam) for y in X[:, 0]) for z in X[:, 0]]
+    Xw = cpu.prepare(X, dtype)
+    T = plan.count_threshold(plan.diameter(cpu.diameter_part(Xw, 0, 1)), lam)
+    counts = cpu.counts_part(Xw, 0, 1, T)
+    np.testing.assert_array_equal(counts, exact)
+    np.testing.assert_array_equal(oracle.cdf_ts_step(X, lam).counts, exact)
+
+
+def test_a_pair_just_beyond_the_threshold_between_two_leaves_is_not_counted():
+    """Four k-d leaves of 24 points (1-D): leaves 0 and 1 are all within lam = 0.5 of each other but for
+    their two extreme points, 0.5 + 1e-10 apart (a squared distance 4e-10 relatively above the
+    threshold): the leaf pair's largest possible ``sq`` (its box bound) is above the threshold, so it
+    must not be counted whole.  The counts equal the exact ones (rational arithmetic)."""
+    from fractions import Fraction
+
+    X = np.concatenate([np.linspace(0, 0.2, 24), np.linspace(0.3, 0.5 + 1e-10, 24), np.linspace(0.6, 1, 48)])
+    X = X[:, None]
+    lam = 0.5
+    exact = [sum(abs(Fraction(z) - Fraction(y)) <= Fraction(lam) for y in X[:, 0]) for z in X[:, 0]]
+    T = plan.count_threshold(plan.diameter(cpu.diameter_part(X, 0, 1)), lam)
+    np.testing.assert_array_equal(cpu.counts_part(X, 0, 1, T), exact)
+    np.testing.assert_array_equal(oracle.cdf_ts_step(X, lam).counts, exact)

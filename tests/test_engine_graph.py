@@ -318,3 +318,31 @@ def test_a_broadcast_that_a_leaving_worker_broke_is_made_again(client, monkeypat
     with pytest.raises(KeyError, match="'x'"):  # any other KeyError is not a worker that left
         cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=client, tile_size=32)
     assert len(calls) == 1
+
+
+def test_the_diameter_is_the_largest_of_every_parts_maximum(monkeypatch):
+    """The diameter split into parts (one per worker thread, here from n = 1 on) whose maxima meet in a
+    tree of fan-in 2: m is the maximum of every part's, the middle one's included.  The points trap the
+    farthest-point sweeps (the lower bound every part starts from) on the pair X[0], X[1], and the
+    farthest pair, X[2] and X[3], lies in the second of three parts' shares only, so a reduction that
+    dropped a part's maximum would give another m."""
+    from distributed import Client, LocalCluster
+
+    from cdfts_dask.engine import cpu_kernels
+
+    rng = np.random.default_rng(0)
+    bulk = np.column_stack([rng.uniform(0.02, 0.17, 796), 0.436 + rng.uniform(-0.01, 0.01, 796)])
+    X = np.concatenate([[[0.0, 0.436], [1.0, 0.904], [0.092, 1.0], [0.775, 0.0]], bulk])
+    sq = oracle.pairwise_distances(X) ** 2
+    assert np.unravel_index(sq.argmax(), sq.shape) == (2, 3)
+    maxima = [cpu.diameter_part(X, i, 3) for i in range(3)]
+    assert max(cpu_kernels.farthest_sq(X), maxima[0], maxima[2]) < maxima[1]  # only part 1 finds the pair
+    monkeypatch.setattr(graph, "DIAMETER_SINGLE_MAX_N", 1)
+    monkeypatch.setattr(graph, "FAN_IN", 2)
+    ref = oracle.cdf_ts_dense(X, lam=0.1, delta=1e-12, max_iter=1)
+    cluster = LocalCluster(n_workers=1, threads_per_worker=3, processes=False, dashboard_address=":0",
+                           silence_logs=40)  # fmt: skip
+    with cluster, Client(cluster, set_as_default=False) as client:
+        assert sum(client.nthreads().values()) == 3
+        out = cdf_ts(X, lam=0.1, delta=1e-12, max_iter=1, method="tiled", client=client, tile_size=128)
+    assert np.abs(out - ref.X).max() <= 1e-9

@@ -21,7 +21,7 @@ import pytest
 from points import awkward, blobs, bodies_step, float32_underflow_cases, normalised, rounded32
 
 from cdfts_dask import cdf_ts, oracle
-from cdfts_dask.engine import cpu
+from cdfts_dask.engine import cpu, plan
 
 ONE_STEP_TOL = 1e-6
 RUN_TOL = 1e-5
@@ -132,3 +132,27 @@ def test_a_float32_run_on_a_dask_array_says_float32(client):
     Y = cdf_ts(da.from_array(X, chunks=45), max_iter=1, dtype="float32", client=client, tile_size=32)
     assert Y.dtype == np.float32 and client.compute(Y).result().dtype == np.float32
     assert cdf_ts(X, max_iter=1, dtype="float32", client=client, tile_size=32).dtype == np.float32
+
+
+def test_float32_count_decides_a_pair_whose_float32_sq_is_ulps_off_in_float64():
+    """d = 16: the pair's float32 ``sq`` (summed column by column in float32, as the kernels sum it) is
+    about 3 float32 ulps below its float64 ``sq``; lam is put just below the pair's s, so the pair is
+    outside while its float32 ``sq`` lies below the threshold: only a guard band wider than the float32
+    error (``plan.float32_sq_tolerance``) sends it to the float64 test.  Counts equal the oracle's on the
+    float32 points."""
+    rng = np.random.default_rng(1327)
+    a, b = rng.random(16).astype(np.float32), rng.random(16).astype(np.float32)
+    X32 = np.stack([a, b, a - np.float32(1)])
+    X = X32.astype(np.float64)
+    v = np.float32(0)
+    for j in range(16):
+        diff = a[j] - b[j]
+        v = np.float32(v + diff * diff)
+    e = float(((X[0] - X[1]) ** 2).sum())
+    assert e - float(v) > 2 * float(np.spacing(np.float32(e)))
+    s, _ = oracle.neighbourhood(X, 0.5)
+    lam = float(np.nextafter(s[0, 1], 0))  # the pair is just outside
+    expected = oracle.neighbourhood(X, lam)[1].counts
+    assert expected.tolist() == [1, 1, 1]
+    T = plan.count_threshold(plan.diameter(cpu.diameter_part(X32, 0, 1)), lam)
+    np.testing.assert_array_equal(cpu.counts_part(X32, 0, 1, T), expected)

@@ -204,3 +204,53 @@ def test_a_subnormal_lambda_runs_without_a_numpy_warning_and_the_engine_agrees(c
         Y = cdf_ts(X, lam=1e-310, max_iter=2, method="dense")
     assert np.isfinite(Y).all()
     assert_tiled_equals_oracle(X, client, tile_size=16, lam=1e-310, max_iter=2)
+
+
+def test_a_pair_exactly_lambda_apart_is_inside_by_hand():
+    """DESIGN section 1: inside iff ``S / m <= lambda`` (inclusive).  X = (0, 0.25, 0.5, 1), lam = 0.25:
+    every distance is exact in binary, two pairs lie exactly lam apart and count for both points; the
+    whole step written out with exact fractions, as in :func:`test_three_points_by_hand`."""
+    x = [F(0), F(1, 4), F(1, 2), F(1)]
+    lam, n = F(1, 4), 4
+    counts = [sum(abs(z - y) <= lam for y in x) for z in x]  # m = 1
+    q = [F(c, n) for c in counts]  # d = 1
+
+    def rho(i, j):
+        s = abs(x[i] - x[j])
+        if s == 0:
+            return F(1)
+        if s <= lam:
+            return q[i] / lam
+        return ((s - lam) * (1 - q[i]) / (1 - lam) + q[i]) / s
+
+    shifted = [sum(x[i] + rho(i, j) * (x[j] - x[i]) for i in range(n)) / n for j in range(n)]
+    lo, hi = min(shifted), max(shifted)
+    expected = np.array([float((y - lo) / (hi - lo)) for y in shifted])
+    step = cdf_ts_step(np.array([[float(v)] for v in x]), lam=float(lam))
+    assert step.counts.tolist() == counts
+    assert np.abs(step.X[:, 0] - expected).max() <= 1e-12
+
+
+def test_a_delta_equal_to_the_threshold_stops_the_run():
+    """Stop when ``Delta <= delta`` (DESIGN section 1, inclusive): a delta equal to the second
+    iteration's Delta of the same run stops after two iterations, with the same points."""
+    X = np.random.default_rng(11).random((40, 2))
+    full = cdf_ts_dense(X, lam=0.2, delta=0.0, max_iter=4)
+    assert full.deltas[1] < full.deltas[0]  # a run with delta = deltas[1] does not stop at the first
+    stopped = cdf_ts_dense(X, lam=0.2, delta=full.deltas[1], max_iter=4)
+    assert stopped.deltas == full.deltas[:2]
+    assert np.array_equal(stopped.X, cdf_ts_dense(X, lam=0.2, delta=0.0, max_iter=2).X)
+
+
+def test_rescale_ties_are_only_rounding_ties():
+    """The tie tolerance (``RESCALE_TIE``, 1e-9) covers rounding only: values 5e-7 below a grid point, or
+    5e-7 beyond lam from one, are neither on it nor within lam of it (the definition in rational
+    arithmetic, each value the exact binary number it is)."""
+    off = 5e-7
+    col = np.array([0.0, 0.3 - off, 0.6 + off, 0.7 + off, 1.0])
+    lam, psi = F("0.1"), 10
+    x, grid = [F(v) for v in col], [F(k, psi) for k in range(psi + 1)]
+    counts = [sum(abs(v - g) <= lam for v in x) for g in grid]
+    new = [sum(c for g, c in zip(grid, counts, strict=True) if g <= v) for v in x]
+    expected = np.array([float((v - min(new)) / (max(new) - min(new))) for v in new])
+    assert np.abs(rescale(col[:, None], lam=0.1, psi=psi)[:, 0] - expected).max() <= 1e-12

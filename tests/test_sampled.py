@@ -233,3 +233,16 @@ def test_a_sampled_resume_names_what_differs_from_the_stored_draw(syn, tmp_path)
         cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))
     with pytest.warns(UserWarning, match=said):  # resume=True on a store not made yet makes one: said too
         cdf_ts(X, max_iter=1, resume=True, **dict(kw, random_state=None, checkpoint=tmp_path / "new.zarr"))
+
+
+def test_knn_k_on_the_sample_is_k_s_over_n_rounded_to_the_nearest():
+    """DESIGN section 5: ``k_s = max(1, round(k s / n))`` (Python's round: halves to even), not the
+    floor; the fit of a sampled k-NN run uses it."""
+    assert sampled_k(9, 30, 100) == 3  # 2.7
+    assert sampled_k(19, 40, 100) == 8  # 7.6
+    assert sampled_k(7, 50, 100) == 4  # 3.5: to even
+    assert sampled_k(5, 50, 100) == 2  # 2.5: to even
+    X = np.random.default_rng(4).normal(0, 1, (100, 2))
+    _, info = cdf_ts(X, lam=0.1, estimator="knn", k=9, n_references=30, random_state=0, max_iter=1,
+                     return_info=True)  # fmt: skip
+    assert info.model.k == 3
