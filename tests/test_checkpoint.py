@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -781,3 +782,160 @@ def test_an_output_hidden_by_a_groups_consolidated_metadata_is_warned_of(tmp_pat
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         write_output_zarr(tmp_path / "plain.zarr" / "out.zarr", X)
+
+
+# -- found by a mutation audit of the store (2026-12-06) ---------------------------------------------------
+
+
+def test_a_resume_with_another_dtype_is_refused(tmp_path, points, client):
+    """``dtype`` changes the trajectory (float32 rounds every position): a float64 store resumed as a
+    float32 run (or the reverse) is refused, naming it, and the store is left as it was."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, checkpoint=store)
+    with pytest.raises(StoreMismatch, match=r"dtype='float64', this run has dtype='float32'"):
+        cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="tiled", client=client, dtype="float32",
+               checkpoint=store, resume=True)  # fmt: skip
+    assert Checkpoint(store).completed == 2
+
+
+def test_the_same_values_in_another_shape_are_other_input(tmp_path, points):
+    """The input's fingerprint covers its shape: the same float64 bytes as 80 x 3 points are not the
+    120 x 2 points a store was made from (its positions could not even be the run's)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    reshaped = np.ascontiguousarray(points).reshape(80, 3)
+    with pytest.raises(StoreMismatch, match=r"fingerprint differs: 120 x 2 points there, 80 x 3 here"):
+        cdf_ts(reshaped, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
+
+
+def test_a_resume_with_nothing_to_run_still_discards_a_half_written_iteration(tmp_path, points):
+    """Iterations beyond ``completed`` are half-written and discarded on every resume, the one right after
+    ``completed`` included, also when the store already holds where the run stops (nothing is computed
+    that would overwrite it): the store the run leaves, a model, holds no half-written iteration."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    g = zarr.open_group(str(store), mode="a")
+    g.create_array("iterations/00003/X", shape=(5, 2), dtype="f8")  # a crash mid-write of iteration 3
+    g.create_array("iterations/00004/X", shape=(5, 2), dtype="f8")
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    kept = sorted(p.name for p in (store / "iterations").iterdir() if p.is_dir())
+    assert kept == ["00000", "00001", "00002"]
+
+
+def test_creating_a_store_where_a_run_is_stored_is_refused_and_keeps_it(tmp_path, points):
+    """``Checkpoint.create`` replaces an empty folder or group only: over a store holding a run (reached
+    without the run's own checks, as by a run that lost a race to another) it refuses, and the run's
+    iterations are kept; no temporary is left beside it."""
+    from cdfts_dask.store import fingerprint
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    X0 = Checkpoint(store).positions(0)
+    with pytest.raises(OSError, match="exists and is not empty; refusing to replace it"):
+        Checkpoint.create(store, {"lam": 0.2}, fingerprint(points), X0, (points.min(0), points.max(0)))
+    assert Checkpoint(store).completed == 2 and Checkpoint(store).verify(2) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.zarr", "run.zarr.lock"]
+
+
+def test_a_run_killed_while_writing_an_iteration_leaves_the_last_one_complete(tmp_path, points, monkeypatch):
+    """Commit order: an iteration's arrays, then its checksums, then ``completed``.  A run killed after
+    iteration 2's positions were written, before its statistics, leaves ``completed = 1`` (never an
+    iteration without its data and checksums), and the resume goes on from 1 with no damage to report."""
+    from cdfts_dask import store as store_module
+
+    real_write = store_module.write_array
+
+    def write_or_die(group, name, values):
+        if group.path.endswith("00002") and name == "counts":
+            raise _Killed
+        real_write(group, name, values)
+
+    monkeypatch.setattr(store_module, "write_array", write_or_die)
+    store = tmp_path / "run.zarr"
+    with pytest.raises(_Killed):
+        cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    monkeypatch.setattr(store_module, "write_array", real_write)
+    assert Checkpoint(store).completed == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)  # nothing damaged: no fall-back
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.resumed_from == 1
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X).max() <= 1e-9
+
+
+def test_a_recovery_from_lost_workers_verifies_the_iteration_it_goes_on_from(tmp_path, points):
+    """Workers lost mid-run: the run goes back to the checkpoint's last iteration only once it is verified;
+    a damaged one stops the run (StoreDamaged, naming it), never a run that goes on from zeros."""
+    from cdfts_dask import runner
+
+    class _Method:  # the part of a method that a recovery uses
+        def await_workers(self, timeout):
+            pass
+
+        def load_positions(self, path, t):
+            return Checkpoint(path).positions(t)
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    t, X, deltas = runner._recover(_Method(), points, store, 3, RuntimeError("lost"))
+    assert (t, len(deltas)) == (3, 2) and np.array_equal(X, Checkpoint(store).positions(2))
+    _damage_chunk(store, 2, "deleted")
+    with pytest.raises(StoreDamaged, match=r"lost during iteration 3 .*iterations/00002/X does not match"):
+        runner._recover(_Method(), points, store, 3, RuntimeError("lost"))
+
+
+def test_an_iteration_without_the_checksum_of_its_statistics_is_damage(tmp_path, points):
+    """Every iteration after 0 is verified in both its arrays: one whose checksums leave out its
+    statistics (``counts``), even with its attributes' own checksum made to agree, is damaged (its
+    counts could not be checked), so the resume falls back past it."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    it2 = zarr.open_group(str(store), mode="a")["iterations/00002"]
+    rewrite_attributes(it2, digests={"X": it2.attrs["digests"]["X"]})
+    assert Checkpoint(store).verify(2) == "iteration 2 has no checksums"
+    with pytest.warns(CheckpointWarning, match=r"iteration 2 has no checksums; resuming from iteration 1"):
+        cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+
+
+def test_a_resume_that_stops_at_a_stored_iteration_leaves_that_iteration_as_the_model(tmp_path, points):
+    """A resume with a smaller ``max_iter`` returns iteration 5 of 8 stored: the store records 5 as the
+    run's result, so the model read from it is the run's (its 5 iterations), not the 8 stored."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=8, delta=1e-12, method="dense", checkpoint=store)
+    with pytest.warns(CheckpointWarning, match="this run stops at iteration 5"):
+        Y = cdf_ts(points, lam=0.2, max_iter=5, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    attrs = Checkpoint(store).group.attrs
+    assert (attrs["status"], attrs["result_iteration"], attrs["completed"]) == ("max_iter", 5, 8)
+    model = load(store)
+    assert len(model.iterations) == 5
+    np.testing.assert_array_equal(model.outputs, Y)
+
+
+@pytest.mark.parametrize("value", [0, -1, 9])
+def test_a_result_iteration_outside_the_stored_ones_is_damage(tmp_path, points, value):
+    """``result_iteration`` (made to agree with the root's checksum) must name an iteration in
+    1..completed: 0 (a model of no iteration) or one beyond the store is refused as damage, never read."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), result_iteration=value)
+    with pytest.raises(ValueError, match=rf"damaged: its 'result_iteration' \({value}\) is not an iteration"):
+        load(store)
+
+
+def test_an_iteration_replaced_by_one_of_another_shape_is_damage(tmp_path, points):
+    """An iteration whose positions were replaced by an array of another shape, with checksums that agree
+    with it (a copy from another store of the same run), is damaged: its shape is checked against the
+    run's (under the root's checksum) before it is read, and the resume falls back past it."""
+    from cdfts_dask.store import array_digest, write_array
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    it2 = zarr.open_group(str(store), mode="a")["iterations/00002"]
+    fewer = it2["X"][:60]
+    write_array(it2, "X", fewer)
+    rewrite_attributes(it2, digests={**it2.attrs["digests"], "X": array_digest(fewer)})
+    assert Checkpoint(store).verify(2) == "iterations/00002/X has the shape (60, 2), not the run's (120, 2)"
+    with pytest.warns(CheckpointWarning, match=r"has the shape \(60, 2\).*resuming from iteration 1"):
+        Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-9

@@ -506,3 +506,23 @@ def test_dask_quiet_drops_dasks_records_also_of_loggers_with_their_own_level():
     res = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], capture_output=True, text=True, env=cli_env())
     assert res.returncode == 0, res.stderr
     assert "inside" not in res.stderr and "client after" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+@pytest.mark.parametrize("label", [0, 1, -1, "-3"])
+def test_the_label_column_of_an_array_file_is_the_one_named_and_only_it_is_set_aside(tmp_path, suffix, label):
+    """Found by a mutation audit (2026-12-06): a .npy / Zarr input's label column, given by index
+    (negative from the end), is taken out of the points, and the other columns are kept in order."""
+    from cdfts_dask.inputs import read_table
+
+    table = np.arange(15.0).reshape(5, 3) + 0.5
+    path = tmp_path / f"in{suffix}"
+    if suffix == ".npy":
+        np.save(path, table)
+    else:
+        zarr.create_array(str(path), shape=table.shape, dtype=table.dtype)[...] = table
+    X, labels, header = read_table(path, label_column=label)
+    col = int(label) % 3
+    np.testing.assert_array_equal(labels, table[:, col])
+    np.testing.assert_array_equal(X, table[:, [j for j in range(3) if j != col]])
+    assert header is None

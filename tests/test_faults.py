@@ -1270,3 +1270,54 @@ def test_discarding_iterations_never_deletes_through_a_link(tmp_path, syn_X):
     with pytest.raises(store.StoreDamaged, match=r"iterations' is a symbolic link; a store's own folders"):
         cdfts_dask.cdf_ts(syn_X[:50], max_iter=3, method="dense", checkpoint=ckpt, resume=True)
     assert (other / "00099" / "zarr.json").exists()
+
+
+# -- found by a mutation audit of the atomic writes (2026-12-06) -------------------------------------------
+
+
+def test_a_temporary_of_another_host_is_left_alone_whatever_its_pid_is_here(tmp_path):
+    """A temporary named by another machine's writer (a shared file system) is never removed: its pid says
+    nothing of this machine's processes, so one that no process here has is no sign that its writer died."""
+    out = tmp_path / "out.zarr"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    dead_here = int(gone.stdout)  # a pid no process of this machine has now
+    other_host = tmp_path / f".out.zarr.elsewhere-node.{dead_here}.{'c' * 32}.partial"
+    other_host.mkdir()
+    same_host_dead = paths.temporary_sibling(out).with_name(
+        f".out.zarr.{paths._this_host()}.{dead_here}.{'d' * 32}.partial"
+    )
+    same_host_dead.mkdir()
+    removed = paths.remove_stale_temporaries(out)
+    assert other_host.exists() and removed == [same_host_dead.name]
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".csv"])
+def test_replacing_an_output_leaves_no_temporary_behind(tmp_path, syn_X, suffix):
+    """An existing output (a Zarr folder, a file) replaced by a new run: the old one, moved aside while
+    the new one is renamed in, is removed; nothing but the output is left in its folder."""
+    out = tmp_path / f"out{suffix}"
+    cdfts_dask.cdf_ts(syn_X, lam=0.2, max_iter=1, method="dense", output=out)
+    cdfts_dask.cdf_ts(syn_X, lam=0.3, max_iter=1, method="dense", output=out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("content", ["attributes", "member", "both"])
+def test_checkpoint_that_is_a_users_zarr_group_is_refused_and_kept(tmp_path, syn_X, content):
+    """A Zarr group of the user's (attributes, an array, or both) is no empty store to build a run in:
+    refused as a folder of other things, its data untouched (taken for empty, it was deleted to make
+    way for the store)."""
+    folder = tmp_path / "mine.zarr"
+    group = zarr.open_group(str(folder), mode="w")
+    if content != "member":
+        group.attrs.put({"title": "mine"})
+    if content != "attributes":
+        group.create_array("data", shape=(3,), dtype="f8")[...] = [1.0, 2.0, 3.0]
+    before = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    for resume in (False, True):
+        with pytest.raises(ValueError, match="existing folder that is not a cdfts-dask run store"):
+            cdfts_dask.cdf_ts(syn_X[:50], max_iter=1, method="dense", checkpoint=folder, resume=resume)
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == before
+    if content != "member":
+        assert dict(zarr.open_group(str(folder), mode="r").attrs) == {"title": "mine"}

@@ -630,3 +630,45 @@ def test_a_byte_order_mark_inside_a_file_is_refused_by_both_readers(tmp_path, mo
     assert source.array.numblocks[0] == 2
     with pytest.raises(TypeError, match=message):
         source.array.compute(scheduler="sync")
+
+
+@pytest.mark.parametrize(
+    ("row", "col", "value"),
+    [(0, 0, np.nan), (0, 1, np.inf), (63, 0, -np.inf)],
+    ids=["nan-row-0", "inf-row-0", "-inf"],
+)
+def test_nan_or_inf_anywhere_in_a_zarr_input_is_refused(tmp_path, client, row, col, value):
+    """Found by a mutation audit (2026-12-06): a non-finite value in the first row of a lazy input, and an
+    infinity anywhere, are refused and named as the NaN at row 77 is."""
+    X = np.random.default_rng(5).random((100, 2))
+    X[row, col] = value
+    path = make_zarr(tmp_path / "bad.zarr", X, 25)
+    message = rf"contains NaN or inf \(first at row {row}, column {col}: {value}\)"
+    with pytest.raises(ValueError, match=message):
+        cdfts_dask.cdf_ts(path, method="tiled", client=client)
+
+
+def test_a_dask_output_is_written_whole_zarr_chunks_per_task(tmp_path, client, monkeypatch):
+    """Found by a mutation audit (2026-12-06): the tasks that write a dask array output write with no lock,
+    so each must write whole Zarr chunks (two tasks writing parts of one chunk at once lose one's rows).
+    Irregular row blocks are rechunked first: every written block starts on a Zarr chunk boundary."""
+    import dask.array as da
+
+    from cdfts_dask import store as store_module
+
+    written = []
+    real_store = da.store
+
+    def recording_store(sources, targets, **kwargs):
+        written.append((sources.chunks[0], targets.chunks[0]))
+        return real_store(sources, targets, **kwargs)
+
+    monkeypatch.setattr(da, "store", recording_store)
+    X = np.random.default_rng(9).random((47, 3))
+    lazy = da.from_array(X, chunks=((7, 10, 10, 12, 8), (3,)))
+    out = tmp_path / "out.zarr"
+    store_module.write_dask_zarr(out, lazy, client)
+    ((blocks, rows),) = written
+    starts = np.cumsum((0, *blocks))[:-1]
+    assert all(start % rows == 0 for start in starts), (blocks, rows)
+    np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[...], X)
