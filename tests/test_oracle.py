@@ -26,12 +26,11 @@ def test_syn_iteration_counts(syn, delta, iterations):
     assert len(cdf_ts_dense(X, lam=0.1, delta=delta).deltas) == iterations
 
 
-def test_three_points_by_hand():
-    """X = (0, 0.2, 1), lam = 0.25: every rho and shift written out with exact fractions."""
-    x = [F(0), F(1, 5), F(1)]
-    lam, n = F(1, 4), 3
-    counts = [sum(abs(z - y) <= lam for y in x) for z in x]  # m = 1
-    assert counts == [2, 2, 1]
+def _step_by_hand(x: list[F], lam: F) -> tuple[list[int], np.ndarray]:
+    """One CDF-TS step of 1-D points spanning [0, 1] (m = 1) with exact fractions: the counts and the
+    normalised positions, every rho and shift written out."""
+    n = len(x)
+    counts = [sum(abs(z - y) <= lam for y in x) for z in x]  # inside iff S / m <= lambda (inclusive)
     q = [F(c, n) for c in counts]  # d = 1
 
     def rho(i, j):
@@ -44,11 +43,27 @@ def test_three_points_by_hand():
 
     shifted = [sum(x[i] + rho(i, j) * (x[j] - x[i]) for i in range(n)) / n for j in range(n)]
     lo, hi = min(shifted), max(shifted)
-    expected = np.array([float((y - lo) / (hi - lo)) for y in shifted])
-    step = cdf_ts_step(np.array([[0.0], [0.2], [1.0]]), lam=0.25)
-    assert np.allclose(step.X[:, 0], expected, atol=1e-12)
-    assert step.counts.tolist() == [2, 2, 1]
-    assert step.delta == pytest.approx(float(np.abs(expected - [0.0, 0.2, 1.0]).mean()), abs=1e-12)
+    return counts, np.array([float((y - lo) / (hi - lo)) for y in shifted])
+
+
+@pytest.mark.parametrize(
+    "x, lam, counts",
+    [
+        ([F(0), F(1, 5), F(1)], F(1, 4), [2, 2, 1]),
+        # every distance exact in binary: two pairs lie exactly lam apart and count for both points
+        ([F(0), F(1, 4), F(1, 2), F(1)], F(1, 4), [2, 3, 2, 1]),
+    ],
+    ids=["three-points", "pairs-exactly-lambda-apart"],
+)
+def test_one_step_by_hand(x, lam, counts):
+    """The step against :func:`_step_by_hand`'s exact fractions (DESIGN section 1; the second case: a
+    pair exactly lambda apart is inside)."""
+    expected_counts, expected = _step_by_hand(x, lam)
+    assert expected_counts == counts
+    step = cdf_ts_step(np.array([[float(v)] for v in x]), lam=float(lam))
+    assert step.counts.tolist() == counts
+    assert np.abs(step.X[:, 0] - expected).max() <= 1e-12
+    assert step.delta == pytest.approx(float(np.abs(expected - np.array(x, dtype=float)).mean()), abs=1e-12)
 
 
 def test_knn_radius_is_kth_other_point():
@@ -204,31 +219,6 @@ def test_a_subnormal_lambda_runs_without_a_numpy_warning_and_the_engine_agrees(c
         Y = cdf_ts(X, lam=1e-310, max_iter=2, method="dense")
     assert np.isfinite(Y).all()
     assert_tiled_equals_oracle(X, client, tile_size=16, lam=1e-310, max_iter=2)
-
-
-def test_a_pair_exactly_lambda_apart_is_inside_by_hand():
-    """DESIGN section 1: inside iff ``S / m <= lambda`` (inclusive).  X = (0, 0.25, 0.5, 1), lam = 0.25:
-    every distance is exact in binary, two pairs lie exactly lam apart and count for both points; the
-    whole step written out with exact fractions, as in :func:`test_three_points_by_hand`."""
-    x = [F(0), F(1, 4), F(1, 2), F(1)]
-    lam, n = F(1, 4), 4
-    counts = [sum(abs(z - y) <= lam for y in x) for z in x]  # m = 1
-    q = [F(c, n) for c in counts]  # d = 1
-
-    def rho(i, j):
-        s = abs(x[i] - x[j])
-        if s == 0:
-            return F(1)
-        if s <= lam:
-            return q[i] / lam
-        return ((s - lam) * (1 - q[i]) / (1 - lam) + q[i]) / s
-
-    shifted = [sum(x[i] + rho(i, j) * (x[j] - x[i]) for i in range(n)) / n for j in range(n)]
-    lo, hi = min(shifted), max(shifted)
-    expected = np.array([float((y - lo) / (hi - lo)) for y in shifted])
-    step = cdf_ts_step(np.array([[float(v)] for v in x]), lam=float(lam))
-    assert step.counts.tolist() == counts
-    assert np.abs(step.X[:, 0] - expected).max() <= 1e-12
 
 
 def test_a_delta_equal_to_the_threshold_stops_the_run():
