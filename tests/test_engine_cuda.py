@@ -127,6 +127,47 @@ def test_simulated_shift_sums_equal_the_cpu_bodies(cuda, dtype):
     assert np.abs(cuda.to_host(B) - B_cpu).max() <= 1e-12
 
 
+@simulated_cuda
+@pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 3)])
+def test_simulated_launches_one_row_past_whole_blocks_equal_oracle(cuda, estimator, k):
+    """Every launch over a number of rows one past a whole number of blocks (its last block has one live
+    thread): 17 rows in blocks of 16 for the counts, the k-th radii and the shift (one part, one chunk),
+    and for the diameter a first triangle panel of 17 of 58 rows whose last row holds the farthest pair
+    (no other row sees it as i < j)."""
+    X = normalised(awkward(17, 3, seed=17))
+    ref = oracle.cdf_ts_step(X, 0.2, estimator, k)
+    m, stats, Xn, delta = bodies_step(cuda, X, 0.2, estimator, k, parts=1, rows=17)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-9 and abs(delta - ref.delta) <= 1e-9
+
+    X = np.random.default_rng(58).uniform(size=(58, 2))
+    X[16], X[-1] = -1.0, 2.0  # the one farthest pair: (16, 57)
+    assert plan.triangle_panels(58, 2)[0] == (0, 17)
+    Xd = cuda.prepare(X, "float64")
+    m = plan.diameter(*[cuda.diameter_part(Xd, part, 2) for part in range(2)])
+    assert m == oracle.pairwise_distances(X).max()
+
+
+@simulated_cuda
+@pytest.mark.parametrize("dtype", [pytest.param("float64", marks=SLOW), "float32"])  # float32: the band
+def test_simulated_pairs_whose_sq_is_the_threshold_itself_are_inside(cuda, dtype):
+    """The 3 x 3 x 3 grid of step 1/2 (exact in float32), lam = 1/2: m = sqrt(3) and the pairs at sq 3/4 have
+    s = lam exactly, and 3/4 is the threshold T itself (the largest sq with s <= lam; the boundary-ties test
+    above has pairs at s = lam but sq below T).  Such a pair is inside: for the counts (decided in float64
+    in float32's guard band) and the shift's rho (float64: at T_lo = T), as the oracle has them."""
+    g = np.arange(3) / 2
+    X = np.stack(np.meshgrid(g, g, g), -1).reshape(-1, 3)
+    lam = 0.5
+    sq = ((X[:, None] - X[None]) ** 2).sum(axis=-1)  # exact: coordinates and sums are dyadic
+    ref = oracle.cdf_ts_step(X, lam, "epsilon", None)
+    assert np.count_nonzero(sq == plan.count_threshold(ref.m, lam)) > 0  # the case under test
+    m, stats, Xn, delta = bodies_step(cuda, X, lam, "epsilon", None, dtype=dtype, parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts)
+    assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
+
+
 @pytest.fixture
 def fresh_kernels():
     """Kernels compiled for this test only, none left behind; calling it drops those built so far (after a
