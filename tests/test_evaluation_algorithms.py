@@ -197,3 +197,104 @@ def test_lof_is_scikit_learns_lof_on_the_views_distances():
     np.testing.assert_array_equal(lof_scores(Dg, 30), lof_scores(pairwise_distances(grid + 2.0**20), 30))
     with pytest.raises(ValueError, match="square distance matrix"):
         lof_scores(X, 5)
+
+
+def test_dp_replaces_the_smallest_chosen_centre_by_the_top_ranked_point():
+    """On an asymmetric matrix (the DScale view) the top-ranked point need not be among the c largest
+    gamma = rho * delta; it then takes the place of the *smallest* of them.  By hand, eps = 0.15:
+    rho = (3, 2, 2, 1, 1), rank 0, 1, 2, 3, 4; delta = (max of row 0 = 0.2, 0.1, 0.1, 0.9, 0.8);
+    gamma = (0.6, 0.2, 0.2, 0.9, 0.8).  c = 2: the two largest are 3 and 4, 0 replaces 4.  Point 4's
+    nearest higher-ranked point is 0 (0.8 to 0, 1, 2, 3: lowest index), so the clusters are {3} and
+    {0, 1, 2, 4}."""
+    from cdfts_dask.evaluation.dp import choose_centres
+
+    D = np.array(
+        [
+            [0.0, 0.1, 0.1, 0.2, 0.2],
+            [0.1, 0.0, 0.5, 0.9, 0.9],
+            [0.1, 0.5, 0.0, 0.9, 0.9],
+            [0.9, 0.9, 0.9, 0.0, 0.9],
+            [0.8, 0.8, 0.8, 0.8, 0.0],
+        ]
+    )
+    pk = peaks(D, density(D, 0.15))
+    assert sorted(choose_centres(pk, 2).tolist()) == [0, 3]
+    labels = density_peaks(D, 0.15, 2)
+    assert labels[3] != labels[0] and labels[0] == labels[1] == labels[2] == labels[4]
+
+
+@pytest.mark.parametrize("given_distances", [False, True], ids=["points", "view-distances"])
+def test_inne_scores_by_the_smallest_covering_sphere_not_the_nearest_centre(given_distances):
+    """X = -1, 0, 1.8, 0.95 and psi = 3.  In the draw {-1, 0, 1.8} (tau = 1, 1, 1.8) the point 0.95 is
+    covered by 0's sphere (0.95 < 1) and by 1.8's (0.85 < 1.8), nearer to 1.8: the smallest covering
+    sphere is 0's, whose neighbour -1 is as wide, so I = 1 - 1/1 = 0 (the nearest centre would give
+    1 - 1/1.8).  In every other draw 0.95 is a centre, only its own sphere covers it (no other sphere
+    reaches a centre) and its nearest neighbour is as far from it as it is from its own nearest, so
+    I = 0 again: 0.95 scores 0 whatever the draws."""
+    X = np.array([[-1.0], [0.0], [1.8], [0.95]])
+    D = np.abs(X - X.T) / 2.8 if given_distances else None
+    for seed in range(3):
+        scores = inne_scores(X, psi=3, t=40, seed=seed, D=D)
+        assert scores[3] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_iforest_scores_anomalies_higher():
+    from cdfts_dask.evaluation.baselines import iforest_scores
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (200, 2)), [[6.0, 6.0], [-6.0, 5.0], [7.0, -6.0]]])
+    y = np.r_[np.zeros(200), np.ones(3)]
+    s = iforest_scores(X, psi=64, t=50)
+    assert s[200:].min() > np.quantile(s[:200], 0.95)
+    assert auc(y, s) > 0.97
+
+
+def _brute_force_best(alg, D, y, grid):
+    """Best F-measure of ``alg`` by running it on every point of ``grid``."""
+    if alg == "DBSCAN":
+        runs = (DBSCANSweep(D, m).labels(e) for m in grid.dbscan_minpts for e in grid.dbscan_eps)
+    elif alg == "DP":
+        runs = (density_peaks(D, e, c) for e in grid.eps for c in grid.dp_centres)
+    else:
+        runs = (extreme_clustering(D, e) for e in grid.eps)
+    return max(f_measure(y, labels) for labels in runs)
+
+
+def test_clustering_search_is_the_brute_force_best_and_its_params_reproduce_it():
+    """``search_clustering`` (shared work, early stops, skipped eps) against running every algorithm
+    at every grid point, and the reported parameters re-run give the reported score (they feed the
+    AMI and the train/test protocol)."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid, eps_grid
+    from cdfts_dask.evaluation.protocol import run_clustering, search_clustering
+
+    X, y = load_csv(DATA / "3L.csv")
+    X, y = X[::4], y[::4]
+    grid = ClusteringGrid(
+        eps=tuple(eps_grid(0.05)), dbscan_eps=tuple(eps_grid(0.02)), dbscan_minpts=(2, 5), dp_centres=(2, 3)
+    )
+    # two overlapping blobs whose densest point sees every point (eps 0.6) before DP's best (eps > 0.6)
+    rng = np.random.default_rng(22)
+    X2 = np.vstack([rng.normal(0, 1, (12, 2)), rng.normal((2.5, 0), 0.4, (12, 2))])
+    y2 = np.repeat([0, 1], 12)
+    cases = [(make_view(X, "original").D, y), (make_view(X, "cdfts", lam=0.3).D, y)]
+    cases.append((make_view(X2, "original").D, y2))
+    for i, (D, y) in enumerate(cases):
+        algorithms = ["DBSCAN", "DP", "EC"] if i < 2 else ["DBSCAN", "DP"]  # EC needs n >= 50
+        best = search_clustering(D, y, grid, algorithms)
+        for alg, (score, params) in best.items():
+            assert score == pytest.approx(_brute_force_best(alg, D, y, grid), abs=1e-12), (i, alg)
+            labels = run_clustering(alg, D, params, len(np.unique(y)))
+            assert f_measure(y, labels) == pytest.approx(score, abs=1e-12), (i, alg)
+
+
+def test_dbscan_border_point_exactly_at_eps_joins_as_in_scikit_learn():
+    """A border point at distance exactly eps from a core point is in its neighbourhood (``<=``).
+    Points 0, 0.25, 0.5, 1 (exact binary fractions), eps = 0.5, minpts = 3: 0, 0.25 and 0.5 are core
+    (3, 3 and 4 points within 0.5), 1 sees only {0.5, 1}: a border point of 0.5's cluster."""
+    from sklearn.cluster import DBSCAN
+
+    X = np.array([[0.0], [0.25], [0.5], [1.0]])
+    D = np.abs(X - X.T)
+    ref = DBSCAN(eps=0.5, min_samples=3, metric="precomputed").fit(D).labels_
+    assert ref.tolist() == [0, 0, 0, 0]
+    assert DBSCANSweep(D, 3).labels(0.5).tolist() == [0, 0, 0, 0]

@@ -505,3 +505,24 @@ def test_evaluate_resume_refuses_records_whose_values_are_wrong(tmp_path):
     said = f"records.jsonl: line 3 repeats the record of task {label!r}, algorithm {first['algorithm']!r} "
     with pytest.raises(ValueError, match=re.escape(said + "(first at line 1)")):
         load_done(path, [])
+
+
+def test_evaluate_train_test_table_shows_the_test_scores(tmp_path, client, capsys):
+    """``clustering_traintest.md`` holds each view's test-half score (of the view parameter chosen on
+    the train half, as ``results.csv``'s test_score), not the best-over-grid score of ``clustering.md``."""
+    import csv
+
+    out = tmp_path / "res"
+    args = ["evaluate", "--data", DATA / "3L.csv", "--max-n", "100", "--eps-step", "0.25", "--train-test",
+            "--scheduler", client.scheduler.address, "--out", out, "--quiet"]  # fmt: skip
+    assert _main(capsys, *args) == (0, "")
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    md = (out / "clustering_traintest.md").read_text().splitlines()
+    head = [c.strip() for c in md[0].strip("|").split("|")]
+    cells = [c.strip() for c in next(line for line in md if line.startswith("| 3L")).strip("|").split("|")]
+    short = {"original": "Orig", "rescale": "ReS", "dscale": "DS", "cdfts": "CDF-TS"}
+    assert len(rows) == 16
+    for r in rows:
+        cell = cells[head.index(f"{r['algorithm']} {short[r['transform']]}")]
+        assert cell == f"{float(r['test_score']):.2f}", (r["algorithm"], r["transform"], cell)
+    assert any(f"{float(r['test_score']):.2f}" != f"{float(r['score']):.2f}" for r in rows)

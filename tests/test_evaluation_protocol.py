@@ -184,3 +184,106 @@ def test_anomaly_table_marks_inexact_datasets():
     md = markdown_table(summarise(recs), "anomaly")
     assert "| mfeat† |" in md and "| balance† |" in md and "| vowel |" in md
     assert "† the exact version" in md
+
+
+def test_grids_follow_the_paper_for_lgd_views_and_trees():
+    """The search grids are the paper's (docs/REPRODUCTION.md, found by a mutation audit: a value dropped
+    from the LGD tau grid, or k truncated rather than rounded, passed every other test)."""
+    c = ClusteringGrid()
+    # k = round(f * n), f = 5 %, ..., 50 %, clipped to [1, n - 1]; 84 * (0.05, 0.1, ...) = 4.2, 8.4, ...
+    assert AnomalyGrid().ks(84) == [4, 8, 13, 17, 21, 25, 29, 34, 38, 42]
+    assert AnomalyGrid().ks(3) == [1, 2]
+    assert c.lgd_k == (2, 4, 6, 10, 15, 20) and c.lgd_tau == (0.5, 0.52, 0.56, 0.62)
+    assert c.lambdas == (0.1, 0.2, 0.3, 0.4, 0.5) and AnomalyGrid().lambdas == c.lambdas
+    assert AnomalyGrid().trees == 100 and AnomalyGrid().psi == (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    assert len(c.eps) == len(c.dbscan_eps) == 1000 and c.eps[0] == 0.001 and c.eps[-1] == 1.0
+
+
+def _toy_anomaly(tmp_path):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (80, 2)), [[6, 6], [-6, 6], [6, -6], [-6, -6], [0.5, 2.5], [2.5, 0]]])
+    y = np.r_[np.zeros(80), np.ones(6)].astype(int)
+    path = tmp_path / "toy.csv"
+    np.savetxt(path, np.c_[X, y], delimiter=",", header="a,b,label", comments="")
+    return X, y, DatasetSpec("toy", "anomaly", str(path))
+
+
+def _kth_other(D, k):
+    """Distance from each point to its k-th nearest *other* point, row by row."""
+    return np.array([np.sort(np.delete(D[i], i))[k - 1] for i in range(len(D))])
+
+
+def test_knn_search_and_tied_k_score_the_kth_nearest_other_point(tmp_path):
+    """kNN's best AUC over the grid, its k, and CDF-TS-kNN's ``score_tied_k`` (detector k = the
+    transform's k) against scikit-learn's ROC AUC of the k-th nearest other point's distance."""
+    from sklearn.metrics import roc_auc_score
+
+    from cdfts_dask.evaluation.protocol import search_anomaly
+
+    X, y, spec = _toy_anomaly(tmp_path)
+    view = make_view(X, "original")
+    grid = AnomalyGrid()
+    expected = {k: roc_auc_score(y, _kth_other(view.D, k)) for k in grid.ks(len(y))}
+    score, params = search_anomaly(view, y, grid, ["kNN"])["kNN"]
+    assert score == pytest.approx(max(expected.values()), abs=1e-12)
+    assert expected[params["k"]] == pytest.approx(score, abs=1e-12)
+    rec = run_task(Task(spec, "cdfts", 8))[0]
+    cdfts_view = make_view(X, "cdfts", estimator="knn", k=8)
+    assert rec["score_tied_k"] == pytest.approx(roc_auc_score(y, _kth_other(cdfts_view.D, 8)), abs=1e-12)
+
+
+@pytest.mark.parametrize("n, tried", [(100, [2, 4, 8, 16, 32, 64, 128]), (64, [2, 4, 8, 16, 32, 64])])
+def test_isolation_psi_grid_runs_up_to_the_first_psi_at_least_n(monkeypatch, n, tried):
+    """psi in {2, ..., 1024}, capped at n: every psi < n, and one psi >= n (psi = n after the cap)."""
+    from cdfts_dask.evaluation import protocol
+    from cdfts_dask.evaluation.representations import View
+
+    calls = {"iForest": [], "iNNE": []}
+    rng = np.random.default_rng(0)
+
+    def recorder(alg):
+        return lambda X, psi, t, D=None: calls[alg].append(psi) or rng.random(n)
+
+    monkeypatch.setattr(protocol, "iforest_scores", recorder("iForest"))
+    monkeypatch.setattr(protocol, "inne_scores", recorder("iNNE"))
+    y = np.r_[np.zeros(n - 2), np.ones(2)].astype(int)
+    protocol.search_anomaly(View(np.zeros((n, n)), np.zeros((n, 2))), y, AnomalyGrid(), ["iForest", "iNNE"])
+    assert calls == {"iForest": tried, "iNNE": tried}
+
+
+def test_train_test_scores_the_test_half_against_its_own_labels(tmp_path):
+    """Three far-apart blobs of unequal sizes: DP, LGD and DBSCAN with the train half's parameters
+    split the test half exactly (test F-measure 1), and DP's AMI is 1."""
+    from cdfts_dask.evaluation.grids import Grids
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.3, (m, 2)) for c, m in (((0, 0), 50), ((6, 0), 40), ((0, 6), 30))])
+    y = np.repeat([0, 1, 2], [50, 40, 30])
+    path = tmp_path / "blobs.csv"
+    np.savetxt(path, np.c_[X, y], delimiter=",", header="a,b,label", comments="")
+    grids = Grids(ClusteringGrid(eps=tuple(eps_grid(0.05)), dbscan_eps=tuple(eps_grid(0.02))), AnomalyGrid())
+    task = Task(DatasetSpec("blobs", "clustering", str(path)), "original", None, train_test=True, grids=grids)
+    recs = {r["algorithm"]: r for r in run_task(task)}
+    for alg in ("DP", "LGD", "DBSCAN"):
+        assert recs[alg]["score"] == recs[alg]["train_score"] == recs[alg]["test_score"] == 1.0, alg
+    assert recs["DP"]["ami"] == pytest.approx(1.0)
+
+
+def test_report_keeps_the_best_tied_k_score_and_writes_scores_to_four_decimals():
+    import csv
+    import io
+
+    from cdfts_dask.evaluation.report import csv_text
+
+    recs = [
+        {"task": "anomaly", "dataset": "toy", "algorithm": "kNN", "transform": "cdfts", "tparam": k,
+         "n": 10, "score": s, "params": {"k": 2}, "score_tied_k": tied}
+        for k, s, tied in [(2, 0.81234, 0.7), (4, 0.87654, 0.9), (6, 0.5, 0.6)]
+    ]  # fmt: skip
+    rows = summarise(recs)
+    assert rows[0]["score"] == 0.87654 and rows[0]["tparam"] == 4
+    assert rows[0]["score_tied_k"] == 0.9  # the best over the transform's k, as the best score
+    back = list(csv.DictReader(io.StringIO(csv_text(rows))))
+    assert float(back[0]["score"]) == pytest.approx(0.87654, abs=5e-5)
+    assert float(back[0]["score_tied_k"]) == pytest.approx(0.9, abs=5e-5)
+    assert back[0]["algorithm"] == "kNN" and back[0]["transform"] == "cdfts" and back[0]["tparam"] == "4"
