@@ -246,3 +246,40 @@ def test_a_csv_output_keeps_the_inputs_column_names(tmp_path, X):
         assert (tmp_path / f"{name}.csv").read_text().splitlines()[0] == "height,weight,age", name
     cdf_ts(X, lam=0.2, max_iter=1, output=tmp_path / "d.csv")  # no names: generic ones
     assert (tmp_path / "d.csv").read_text().splitlines()[0] == "x0,x1,x2"
+
+
+def test_tile_size_reaches_the_engine(X, client):
+    """A smaller ``tile_size`` splits each iteration into more panel tasks; the result is the oracle's
+    either way (mutation audit: ``tile_size`` dropped on its way to the engine went unnoticed)."""
+    from distributed import get_task_stream
+
+    tasks = {}
+    for tile in (16, len(X)):
+        with get_task_stream(client) as stream:
+            out = cdf_ts(X, lam=0.2, delta=0.01, max_iter=1, method="tiled", client=client, tile_size=tile)
+        tasks[tile] = len(stream.data)
+        assert np.abs(out - cdf_ts_dense(X, lam=0.2, delta=0.01, max_iter=1).X).max() <= 1e-9
+    assert tasks[16] > tasks[len(X)]
+
+
+def test_n_workers_sizes_the_embedded_cluster(X, caplog):
+    """``n_workers`` is the embedded cluster's worker count, as its start line says (mutation audit:
+    ``n_workers`` dropped on its way to the cluster went unnoticed)."""
+    import logging
+    import re
+
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        out = cdf_ts(X, lam=0.2, delta=0.01, max_iter=1, method="tiled", n_workers=1)
+    assert re.search(r"tiled engine, cpu float64, 1 worker\b(?!s)", caplog.text), caplog.text
+    assert np.abs(out - cdf_ts_dense(X, lam=0.2, delta=0.01, max_iter=1).X).max() <= 1e-9
+
+
+@pytest.mark.parametrize("k", [0, "n"])
+def test_dscale_checks_k_against_n(X, k):
+    """``dscale`` refuses a k outside [1, n - 1] as ``cdf_ts`` does (mutation audit: unchecked, k = 0 and
+    k = n reached the oracle)."""
+    from cdfts_dask import dscale
+
+    k = len(X) if k == "n" else k
+    with pytest.raises(ValueError, match=rf"k must lie in \[1, n - 1\] = \[1, {len(X) - 1}\], got k={k}"):
+        dscale(X, estimator="knn", k=k)

@@ -526,3 +526,85 @@ def test_the_label_column_of_an_array_file_is_the_one_named_and_only_it_is_set_a
     np.testing.assert_array_equal(labels, table[:, col])
     np.testing.assert_array_equal(X, table[:, [j for j in range(3) if j != col]])
     assert header is None
+
+
+def test_transform_runs_with_the_lam_delta_and_max_iter_given(tmp_path):
+    """The run's options reach the run: the output is the oracle's with the same parameters (mutation
+    audit: ``--max-iter`` dropped on its way to ``cdf_ts`` went unnoticed)."""
+    from cdfts_dask.cli import main
+
+    X = np.random.default_rng(5).random((40, 2))
+    np.save(tmp_path / "in.npy", X)
+    assert main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--lam", "0.2",
+                 "--delta", "1e-9", "--max-iter", "2", "--quiet"]) == 0  # fmt: skip
+    ref = cdf_ts_dense(X, lam=0.2, delta=1e-9, max_iter=2)
+    assert len(ref.deltas) == 2  # stopped by --max-iter, not by --delta
+    assert np.abs(np.load(tmp_path / "out.npy") - ref.X).max() <= 1e-12
+
+
+def test_transform_runs_the_engine_with_the_dtype_and_tile_size_given(tmp_path, client):
+    """``--dtype float32`` gives float32 positions within ~1e-5 of the oracle's, and a smaller
+    ``--tile-size`` more panel tasks (mutation audit: both dropped on their way to ``cdf_ts``)."""
+    from distributed import get_task_stream
+
+    from cdfts_dask.cli import main
+
+    X = np.random.default_rng(6).random((60, 2))
+    np.save(tmp_path / "in.npy", X)
+    ref = cdf_ts_dense(X, max_iter=2).X
+    address, tasks = client.scheduler.address, {}
+    for tile in ("8", "60"):
+        out = tmp_path / f"out{tile}.npy"
+        with get_task_stream(client) as stream:
+            argv = ["transform", str(tmp_path / "in.npy"), str(out), "--scheduler", address,
+                    "--tile-size", tile, "--dtype", "float32", "--max-iter", "2", "--quiet"]  # fmt: skip
+            assert main(argv) == 0
+        tasks[tile] = len(stream.data)
+        Y = np.load(out)
+        assert Y.dtype == np.float32 and np.abs(Y - ref).max() <= 1e-5
+    assert tasks["8"] > tasks["60"]
+
+
+def test_transform_starts_as_many_workers_as_asked(tmp_path, capsys):
+    """``--workers 1``: the embedded cluster has one worker, as the start line says."""
+    import re
+
+    from cdfts_dask.cli import main
+
+    np.save(tmp_path / "in.npy", np.random.default_rng(7).random((30, 2)))
+    assert main(["transform", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--workers", "1",
+                 "--max-iter", "1"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert re.search(r"tiled engine, cpu float64, 1 worker\b(?!s)", err), err
+
+
+def test_every_option_an_error_is_renamed_to_is_the_option_of_that_argument():
+    """``--max-iter must be >= 1``: each name of ``OPTION_OF`` is an option (or argument) of ``cdfts
+    transform`` that sets the ``cdf_ts`` argument it stands for (the error tests build their expected
+    text from ``OPTION_OF`` itself, so a misspelt entry passed them)."""
+    from cdfts_dask.cli import build_parser
+    from cdfts_dask.cli.transform import OPTION_OF
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.choices and "transform" in a.choices)
+    transform = commands.choices["transform"]
+    dest_of = {name: a.dest for a in transform._actions for name in (a.option_strings or [a.dest])}
+    renamed = {"n_references": "references", "X": "input"}  # the command line's own words
+    for argument, option in OPTION_OF.items():
+        assert dest_of.get(option) == renamed.get(argument, argument), (argument, option)
+
+
+def test_transform_draws_a_bar_of_the_engines_tasks_on_a_terminal_only(tmp_path, capsys, monkeypatch, client):
+    """On a terminal (and not ``--quiet``) the tiled engine's tasks are shown as a progress bar per
+    iteration, as ``cdf_ts(progress=True)`` draws it; not when stderr is a file (mutation audit: the
+    command line's ``progress`` dropped went unnoticed)."""
+    from cdfts_dask.cli import main
+
+    np.save(tmp_path / "in.npy", np.random.default_rng(8).random((40, 2)))
+    argv = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--scheduler",
+            client.scheduler.address, "--max-iter", "1"]  # fmt: skip
+    assert main(argv) == 0
+    assert "task" not in capsys.readouterr().err  # stderr is no terminal here
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert main(argv) == 0
+    assert "task" in capsys.readouterr().err  # tqdm's bar of the iteration's tasks

@@ -312,3 +312,66 @@ def test_a_float32_estimator_preserves_float32(client):
     assert est.__sklearn_tags__().transformer_tags.preserves_dtype == ["float32"]
     assert CDFTS().__sklearn_tags__().transformer_tags.preserves_dtype == ["float64"]
     check_transformer_preserve_dtypes("CDFTS", est)
+
+
+def test_a_clone_reports_progress_to_the_same_callback(small):
+    """``progress`` is shared by a clone, like ``client`` (``__sklearn_clone__``): a deep copy of a
+    method of the caller's object reports to a copy of that object, which the caller never sees."""
+
+    class Recorder:
+        def __init__(self):
+            self.iterations = []
+
+        def report(self, report):
+            self.iterations.append(report.iteration)
+
+    recorder = Recorder()
+    est = clone(CDFTS(lam=0.2, delta=1e-12, max_iter=2, progress=recorder.report))
+    assert est.progress == recorder.report
+    est.fit(small[0])
+    assert recorder.iterations == [1, 2]
+
+
+def test_a_refit_on_a_dask_array_forgets_the_column_names_of_an_earlier_fit(small):
+    """scikit-learn's rule, kept for the inputs it never sees: a refit on data without column names
+    drops ``feature_names_in_`` (else the old names stayed beside the new model)."""
+    import dask.array as da
+    import pandas as pd
+
+    X = small[0]
+    est = CDFTS(lam=0.2, max_iter=2).fit(pd.DataFrame(X, columns=["a", "b"]))
+    assert list(est.feature_names_in_) == ["a", "b"]
+    est.fit(da.from_array(X, chunks=(25, 2)))
+    assert not hasattr(est, "feature_names_in_")
+    plain = CDFTS(lam=0.2, max_iter=2).fit(X)
+    assert list(est.get_feature_names_out()) == list(plain.get_feature_names_out())
+
+
+@pytest.mark.parametrize("verbose", [1, "yes", None])
+def test_the_estimator_refuses_a_verbose_that_is_not_a_bool(small, verbose):
+    """As ``cdf_ts`` does (``verbose must be True or False``)."""
+    with pytest.raises(TypeError, match="verbose must be True or False"):
+        CDFTS(verbose=verbose, max_iter=1).fit(small[0])
+
+
+def test_a_chunked_transform_to_zarr_runs_on_the_estimators_client(small, client, tmp_path):
+    """``transform(dask X, output=".zarr")`` is written chunk by chunk by the workers of the estimator's
+    ``client`` (mutation audit: with ``client`` dropped, an embedded cluster was started instead)."""
+    import dask.array as da
+    from distributed import get_task_stream
+
+    X = small[0]
+    est = CDFTS(lam=0.2, max_iter=2, client=client).fit(X)
+    with get_task_stream(client) as stream:
+        out = est.transform(da.from_array(X, chunks=(20, 2)), output=tmp_path / "o.zarr")
+    assert len(stream.data) > 0
+    assert np.array_equal(out[...], est.embedding_)
+
+
+def test_a_fit_on_a_dask_array_sets_n_features_in(small):
+    """scikit-learn's ``n_features_in_``, also for the inputs it never sees (a dask array)."""
+    import dask.array as da
+
+    X = small[0]
+    est = CDFTS(lam=0.2, max_iter=2).fit(da.from_array(X, chunks=(25, 2)))
+    assert est.n_features_in_ == X.shape[1] == CDFTS(lam=0.2, max_iter=2).fit(X).n_features_in_
