@@ -44,6 +44,8 @@ with it to rounding (fit points take their stored outputs on every device).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 import uuid
@@ -64,6 +66,7 @@ from ._validation import (
     shown_names,
 )
 from .engine import DEVICES, device_module, plan
+from .log import describe_client, logger
 from .normalise import apply_range, column_span
 from .paths import root_metadata_lost, zarr_node_type
 from .row_lookup import NOT_FOUND, RowIndex
@@ -492,12 +495,22 @@ def transform_to_zarr(
     """
     import zarr
 
-    from .dask_client import dask_client
-
     lazy = transform_dask(model, as_dask(Y), backend=backend)
-    with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
+    with _cluster_for(lazy.shape[0], client, n_workers, backend, security) as c:
         store.write_dask_zarr(Path(output), lazy, c, output_attrs(model))
     return zarr.open_array(str(output), mode="r")
+
+
+@contextlib.contextmanager
+def _cluster_for(rows: int, client, n_workers: int | None, backend: str, security):
+    """The client a chunked transform runs on (:func:`~cdfts_dask.dask_client.dask_client`), said in a
+    start line as a fit's is: the rows, the device and the workers."""
+    from .dask_client import dask_client
+
+    with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
+        if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
+            logger.info("model transform of %d points: %s, %s", rows, backend, describe_client(c))
+        yield c
 
 
 def apply(
@@ -539,9 +552,7 @@ def apply(
             return lazy_Y
         Y, chunks = lazy_Y.compute(), lazy_Y.chunks
     else:
-        from .dask_client import dask_client
-
-        with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
+        with _cluster_for(X.shape[0], client, n_workers, backend, security) as c:
             Y = c.compute(transform_dask(model, X, name, backend)).result()
     if output is not None:
         names = header if header is not None else model.feature_names

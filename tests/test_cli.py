@@ -608,3 +608,24 @@ def test_transform_draws_a_bar_of_the_engines_tasks_on_a_terminal_only(tmp_path,
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     assert main(argv) == 0
     assert "task" in capsys.readouterr().err  # tqdm's bar of the iteration's tasks
+
+
+def test_apply_starts_as_many_workers_as_asked(tmp_path, capsys):
+    """``cdfts apply --workers 1`` on a Zarr input: the model is replayed on an embedded cluster of one
+    worker, as its start line says (mutation audit: ``--workers`` dropped went unnoticed)."""
+    import re
+
+    from cdfts_dask.cli import main
+
+    X = np.random.default_rng(9).random((40, 2))
+    np.save(tmp_path / "fit.npy", X)
+    zarr.create_array(str(tmp_path / "in.zarr"), shape=X.shape, dtype=X.dtype)[...] = X
+    assert main(["transform", str(tmp_path / "fit.npy"), str(tmp_path / "fit_out.npy"), "--checkpoint",
+                 str(tmp_path / "m.zarr"), "--max-iter", "1", "--quiet"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["apply", str(tmp_path / "m.zarr"), str(tmp_path / "in.zarr"), str(tmp_path / "out.npy"),
+                 "--workers", "1"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert re.search(r"model transform of 40 points: cpu, 1 worker\b(?!s)", err), err
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), np.load(tmp_path / "fit_out.npy"), rtol=0,
+                               atol=1e-12)  # fmt: skip

@@ -246,3 +246,18 @@ def test_knn_k_on_the_sample_is_k_s_over_n_rounded_to_the_nearest():
     _, info = cdf_ts(X, lam=0.1, estimator="knn", k=9, n_references=30, random_state=0, max_iter=1,
                      return_info=True)  # fmt: skip
     assert info.model.k == 3
+
+
+def test_the_replay_cluster_has_the_workers_asked_for_and_says_so(tmp_path, caplog):
+    """A sampled fit of a dask array written to Zarr replays the model on an embedded cluster of
+    ``n_workers`` workers, and its start line says so as a fit's does (mutation audit: ``n_workers``
+    dropped on its way to the replay went unnoticed: nothing reported that cluster's size).  The
+    output is the model's replay of every row."""
+    import logging
+
+    X = np.random.default_rng(5).random((90, 2))
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        Y = cdf_ts(da.from_array(X, chunks=30), n_references=30, random_state=0, n_workers=1, max_iter=2,
+                   output=tmp_path / "o.zarr", checkpoint=tmp_path / "m.zarr")  # fmt: skip
+    assert re.search(r"model transform of 90 points: cpu, 1 worker\b(?!s)", caplog.text), caplog.text
+    np.testing.assert_array_equal(Y[...], fitted.transform_numpy(fitted.load(tmp_path / "m.zarr"), X))
