@@ -25,7 +25,7 @@ from .dask_client import (
 )
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
-from .log import describe_client, logger, verbosity
+from .log import logger, say_started, verbosity
 from .normalise import minmax_normalise
 from .outputs import checked_output, output_format, write_table
 from .params import RunParams
@@ -283,8 +283,7 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
     from distributed.client import FutureCancelledError
 
     with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda", security=fit.security) as c:
-        if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
-            logger.info("%s: tiled engine, %s %s, %s", where, p.backend, p.dtype, describe_client(c))
+        say_started(f"{where}: tiled engine, {p.backend} {p.dtype}", c)
         if p.backend == "cpu":
             _say_if_compiling(c, fit.d, p.dtype, p.estimator, p.k)
         try:

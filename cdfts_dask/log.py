@@ -58,8 +58,15 @@ def verbosity(verbose: bool):
                 _verbose["handler"] = None
 
 
-def describe_client(client) -> str:
-    """``"2 workers, dashboard http://..."`` for a start line (the dashboard only when there is one)."""
+def say_started(what: str, client) -> None:
+    """The start line of work on ``client``: ``"<what>, 2 workers, dashboard http://..."`` at INFO (asked of
+    the scheduler only when the line is shown)."""
+    if logger.isEnabledFor(logging.INFO):
+        logger.info("%s, %s", what, _describe_client(client))
+
+
+def _describe_client(client) -> str:
+    """``"2 workers, dashboard http://..."`` (the dashboard only when there is one)."""
     workers = len(client.nthreads())  # every worker (scheduler_info() may list only some)
     text = f"{workers} worker{'s' if workers != 1 else ''}"
     try:

@@ -45,7 +45,6 @@ with it to rounding (fit points take their stored outputs on every device).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import uuid
@@ -66,7 +65,7 @@ from ._validation import (
     shown_names,
 )
 from .engine import DEVICES, device_module, plan
-from .log import describe_client, logger
+from .log import say_started
 from .normalise import apply_range, column_span
 from .paths import root_metadata_lost, zarr_node_type
 from .row_lookup import NOT_FOUND, RowIndex
@@ -508,8 +507,7 @@ def _cluster_for(rows: int, client, n_workers: int | None, backend: str, securit
     from .dask_client import dask_client
 
     with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
-        if logger.isEnabledFor(logging.INFO):  # describe_client asks the scheduler: only when it is shown
-            logger.info("model transform of %d points: %s, %s", rows, backend, describe_client(c))
+        say_started(f"model transform of {rows} points: {backend}", c)
         yield c
 
 
