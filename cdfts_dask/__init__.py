@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "CDFTS": ".estimator",
     "IterationReport": ".runner",
-    "WorkersLost": ".api",
+    "WorkersLost": ".dask_client",
     "cdf_ts": ".api",
     "dscale": ".api",
     "rescale": ".api",

@@ -18,10 +18,13 @@ from . import _validation as v
 from . import model, oracle, paths, runner, sampling
 from .dask_client import (
     WORKER_FOOTPRINT,
+    WorkersLost,
     dask_client,
-    lost_its_scheduler,
+    first_line,
     outlives_the_run,
     refuse_no_cluster_here,
+    scheduler_lost,
+    what_was_lost,
 )
 from .inputs import csv_header, is_path, load_points
 from .lazy import LazyInput, lazy_input
@@ -29,12 +32,6 @@ from .log import logger, say_started, verbosity
 from .normalise import minmax_normalise
 from .outputs import checked_output, output_format, write_table
 from .params import RunParams
-
-
-class WorkersLost(ConnectionError):
-    """The cluster lost the run's data: the Dask workers holding it (killed, out of memory, network cut)
-    or the connection to the Dask scheduler (killed, restarted, network cut), with which every worker's
-    share of the run is gone too."""
 
 
 def cdf_ts(
@@ -279,9 +276,6 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
         dense = runner.DenseMethod()
         return _finish(dense, runner.run(dense, points, **args), output, fit.lazy, False,
                        header=fit.feature_names)
-    from distributed import KilledWorker
-    from distributed.client import FutureCancelledError
-
     with dask_client(fit.client, p.n_workers, gpu=p.backend == "cuda", security=fit.security) as c:
         say_started(f"{where}: tiled engine, {p.backend} {p.dtype}", c)
         if p.backend == "cpu":
@@ -290,9 +284,10 @@ def fit_exact(fit: FitSpec, output=None, keep_model: bool = False, sample: dict 
             return _fit_tiled(c, fit, p, args, output)
         except BaseException as exc:
             _forget_the_runs_futures(exc)
-            if lost_its_scheduler(c, exc):
+            lost = what_was_lost(c, exc)
+            if lost == "scheduler":
                 raise WorkersLost(_scheduler_lost_message(exc, c, fit.checkpoint)) from None
-            if isinstance(exc, (FutureCancelledError, KilledWorker)):
+            if lost == "workers":
                 raise WorkersLost(_workers_lost_message(exc, fit.checkpoint)) from None
             raise
 
@@ -327,7 +322,7 @@ def _forget_the_runs_futures(exc: BaseException) -> None:
 
 def _workers_lost_message(exc: BaseException, checkpoint) -> str:
     return (
-        f"the Dask workers holding this run's data were lost ({_first_line(exc)}); "
+        f"the Dask workers holding this run's data were lost ({first_line(exc)}); "
         f"{_how_to_go_on(checkpoint)} "
         "(where the workers' logs say they exceeded their memory budget, give each more memory first: "
         f"about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data)"
@@ -338,10 +333,9 @@ def _scheduler_lost_message(exc: BaseException, client, checkpoint) -> str:
     """The run's error when the client lost its scheduler (killed, restarted, network cut): Dask's own
     error (``CommClosedError``, a cancelled future, a connect timeout after its reconnect attempts) says
     neither what was lost nor how to go on."""
-    address = getattr(client.scheduler, "address", None) or "?"
     return (
-        f"lost the connection to the Dask scheduler at {address} ({_first_line(exc)}), and with it the "
-        f"run's data on the cluster; once the scheduler is back, {_how_to_go_on(checkpoint)}"
+        f"{scheduler_lost(client, exc)}, and with it the run's data on the cluster; once the scheduler is "
+        f"back, {_how_to_go_on(checkpoint)}"
     )
 
 
@@ -352,11 +346,6 @@ def _how_to_go_on(checkpoint) -> str:
             f"{checkpoint!r}"
         )
     return "run it again; with a checkpoint (--checkpoint) it could be resumed after such a failure"
-
-
-def _first_line(exc: BaseException) -> str:
-    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
-    return f"{type(exc).__name__}: {reason}"
 
 
 def fit_sample(fit: FitSpec) -> runner.RunResult:

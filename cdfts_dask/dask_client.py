@@ -4,6 +4,7 @@ session's default client, or an embedded cluster started for the run."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import threading
@@ -79,7 +80,7 @@ def warn_if_workers_would_pause(client) -> None:
     before any data (:data:`WORKER_FOOTPRINT`) reaches the fraction at which Dask pauses it (the
     worker's own limit and fraction): a paused worker runs no task, and a run waits on it without an
     end.  A worker without a limit or with pausing off never warns (at its limit the nanny restarts it:
-    a run then ends with :class:`~cdfts_dask.api.WorkersLost`, whose message names memory)."""
+    a run then ends with :class:`WorkersLost`, whose message names memory)."""
     thresholds = client.run(_memory_pause)
     low = {addr: (limit, pause) for addr, (limit, pause) in thresholds.items()
            if 0 < limit * pause < WORKER_FOOTPRINT}  # fmt: skip
@@ -168,6 +169,12 @@ def warn_while_the_run_stalls(client):
         thread.join(timeout=1.0)  # a scheduler that does not answer must not hold the run's end
 
 
+class WorkersLost(ConnectionError):
+    """The cluster lost the run's data: the Dask workers holding it (killed, out of memory, network cut)
+    or the connection to the Dask scheduler (killed, restarted, network cut), with which every worker's
+    share of the run is gone too."""
+
+
 #: seconds a run's connection error waits for the client to see that its scheduler is gone
 SCHEDULER_LOSS_GRACE = 2.0
 
@@ -183,6 +190,32 @@ def lost_its_scheduler(client, exc: BaseException) -> bool:
     while isinstance(exc, OSError) and client.status == "running" and time.monotonic() < deadline:
         time.sleep(0.05)
     return client.status != "running"
+
+
+def what_was_lost(client, exc: BaseException) -> str | None:
+    """What the error ``exc`` of work on ``client`` says the cluster lost: ``"scheduler"`` (the client's
+    link to it, :func:`lost_its_scheduler`), ``"workers"`` (with them data that Dask cannot recompute: a
+    future cancelled, a task that killed its workers again and again), or None (another error)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    if lost_its_scheduler(client, exc):
+        return "scheduler"
+    if isinstance(exc, (FutureCancelledError, KilledWorker)):
+        return "workers"
+    return None
+
+
+def scheduler_lost(client, exc: BaseException) -> str:
+    """The start of a message saying that ``client`` lost its scheduler, with Dask's error ``exc``."""
+    address = getattr(client.scheduler, "address", None) or "?"
+    return f"lost the connection to the Dask scheduler at {address} ({first_line(exc)})"
+
+
+def first_line(exc: BaseException) -> str:
+    """``exc`` in one line for a message of ours: its type and the first line of its text (200 characters)."""
+    reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {reason}"
 
 
 def check_workers(client, gpu: bool = False) -> None:
@@ -291,7 +324,7 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
             c = Client(client, timeout=connect_timeout(), security=security)
         except OSError as exc:
             raise ValueError(f"client: cannot reach the Dask scheduler at {client!r}: {exc}") from None
-        with c:
+        with _closing(c):
             _TEMPORARY.add(c)
             logger.info("connected to the Dask scheduler at %s", client)
             check_workers(c, gpu)
@@ -319,6 +352,32 @@ def dask_client(client=None, n_workers: int | None = None, gpu: bool = False, se
         _TEMPORARY.add(c)
         logger.info("started an embedded Dask cluster (%s)", type(cluster).__name__)
         yield from _watched(c)
+
+
+def _no_record(record: logging.LogRecord) -> bool:
+    """A logging filter that drops every record."""
+    return False
+
+
+@contextlib.contextmanager
+def _closing(client):
+    """Close ``client`` (one :func:`dask_client` connected to an address) as the block ends.  A client that
+    lost its scheduler is closed without Dask's records of its reconnect attempts ending ("Failed to
+    reconnect to scheduler after 30.00 seconds", or an ``asyncio.CancelledError`` traceback, though the
+    close ends them at once): the run has already said that its scheduler is lost
+    (:class:`WorkersLost`)."""
+    try:
+        yield client
+    finally:
+        dask_log = logging.getLogger("distributed.client")
+        lost = client.status != "running"
+        if lost:
+            dask_log.addFilter(_no_record)
+        try:
+            client.close()
+        finally:
+            if lost:
+                dask_log.removeFilter(_no_record)
 
 
 def _watched(client):

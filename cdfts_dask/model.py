@@ -503,12 +503,39 @@ def transform_to_zarr(
 @contextlib.contextmanager
 def _cluster_for(rows: int, client, n_workers: int | None, backend: str, security):
     """The client a chunked transform runs on (:func:`~cdfts_dask.dask_client.dask_client`), said in a
-    start line as a fit's is: the rows, the device and the workers."""
-    from .dask_client import dask_client
+    start line as a fit's is: the rows, the device and the workers.  The block's error when the cluster
+    lost its scheduler or the workers running the transform is
+    :class:`~cdfts_dask.dask_client.WorkersLost`, saying so (:func:`_replay_lost_message`)."""
+    from .dask_client import WorkersLost, dask_client, what_was_lost
 
     with dask_client(client, n_workers, gpu=backend == "cuda", security=security) as c:
         say_started(f"model transform of {rows} points: {backend}", c)
-        yield c
+        try:
+            yield c
+        except Exception as exc:
+            lost = what_was_lost(c, exc)
+            if lost is None:
+                raise
+            raise WorkersLost(_replay_lost_message(lost, exc, c, rows)) from None
+
+
+def _replay_lost_message(lost: str, exc: BaseException, client, rows: int) -> str:
+    """The error of a transform whose cluster lost its scheduler or workers (``lost``, as
+    :func:`~cdfts_dask.dask_client.what_was_lost` says): Dask's own error names neither what was lost nor
+    that the transform wrote no output (outputs are renamed into place once complete) and can simply run
+    again: the model and its input are unchanged.  (A worker still running a task may write into the
+    output's temporary sibling after it was removed; a later write removes it once this process is gone,
+    :func:`~cdfts_dask.paths.remove_stale_temporaries`.)"""
+    from .dask_client import first_line, scheduler_lost
+
+    doing = f"the model's transform of {rows} points"
+    if lost == "scheduler":
+        what = f"{scheduler_lost(client, exc)} during {doing}"
+        when = "once the scheduler is back"
+    else:
+        what = f"the Dask workers running {doing} were lost ({first_line(exc)})"
+        when = "where the workers' logs say they exceeded their memory budget, after giving each more memory"
+    return f"{what}; no output was written and the model is unchanged: run it again, {when}"
 
 
 def apply(

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import model as fitted
 from . import oracle, paths, store
+from .dask_client import lost_its_scheduler
 from .engine import Step, TiledEngine
 from .log import logger
 from .normalise import minmax_normalise
@@ -133,6 +134,11 @@ class TiledMethod:
         from distributed.client import FutureCancelledError
 
         return (FutureCancelledError, KilledWorker)
+
+    def lost_its_scheduler(self, exc: BaseException) -> bool:
+        """Whether the lost data (``exc``) went with the client's link to its scheduler: nothing is left to
+        recover on this client (:func:`~cdfts_dask.dask_client.lost_its_scheduler`)."""
+        return lost_its_scheduler(self.client, exc)
 
     def await_workers(self, timeout: float) -> None:
         """Wait until at least one worker is there (a nanny restarts a killed one)."""
@@ -322,7 +328,7 @@ def run(
                 iterations.append(fitted.iteration_of(refs, stats, info.m, info.lo, info.hi, lam, k, dtype))
         except method.lost_errors as exc:
             recoveries += 1
-            if recoveries > MAX_RECOVERIES:
+            if recoveries > MAX_RECOVERIES or method.lost_its_scheduler(exc):
                 raise
             t, Xt, result.deltas = _recover(method, X, checkpoint, t, exc)
             del iterations[t - 1 :]  # the iterations to be run again

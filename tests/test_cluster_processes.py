@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
+import time
+
 import dask
 import dask.array as da
 import numpy as np
 import pytest
+import zarr
 from faultkit import SYN, dask_processes, run_cli
 
 import cdfts_dask
@@ -92,6 +98,81 @@ def test_a_run_whose_scheduler_is_killed_names_it_and_resumes_from_its_checkpoin
     resumed = cdfts_dask.cdf_ts(X, delta=1e-12, max_iter=3, method="tiled", n_workers=1, checkpoint=store,
                                 resume=True)  # fmt: skip
     np.testing.assert_allclose(resumed, expected, rtol=0, atol=1e-9)
+
+
+def _killing(X: np.ndarray, pid: int):
+    """X as a dask array of one block whose computation, on a worker, SIGKILLs the process ``pid`` first:
+    a scheduler lost mid-computation, whatever the timing (a lambda: pickled by value, for the worker)."""
+    kill_first = lambda b: __import__("os").kill(pid, 9) or b  # noqa: E731
+    return da.from_array(X, chunks=X.shape).map_blocks(kill_first, meta=X[:0])  # meta: not called here
+
+
+def test_a_scheduler_lost_mid_iteration_is_named_at_once():
+    """Regression: a scheduler lost while an iteration's tasks ran (not between iterations) cancelled the
+    run's futures, which the run took for lost workers: it waited for a worker to come back through the
+    client's 30 s of reconnect attempts, then ended with ``(OSError: Timed out trying to connect ...)``
+    and, from the client it had connected, Dask's ERROR record ``Failed to reconnect to scheduler``.  Now it
+    ends at once with the futures' own error, and the client closes without a record."""
+    from distributed import Client
+
+    X = np.random.default_rng(0).random((20000, 2))  # an iteration of about a second on one worker
+    with dask_processes(1) as (address, procs), Client(address, timeout="30s") as watcher:
+
+        def kill_while_iteration_2_runs(report):
+            def kill():
+                while not any(watcher.processing().values()):
+                    time.sleep(0.01)
+                procs[0].kill()
+
+            if report.iteration == 1:
+                threading.Thread(target=kill, daemon=True).start()
+
+        message = (
+            rf"^lost the connection to the Dask scheduler at {address} "
+            r"\((FutureCancelledError|CommClosedError): .*\), and with it the run's data on the cluster; "
+            r"once the scheduler is back, run it again"
+        )
+        with pytest.raises(cdfts_dask.WorkersLost, match=message), _no_dask_records():
+            cdfts_dask.cdf_ts(X, max_iter=3, delta=1e-12, method="tiled", client=address,
+                              progress=kill_while_iteration_2_runs)  # fmt: skip
+
+
+def test_a_transform_whose_scheduler_is_lost_says_so_and_writes_no_output(tmp_path):
+    """Regression: the model's transform on a cluster (``CDFTS.transform`` of a chunked input, a sampled
+    fit's replay, ``cdfts apply``) ended with Dask's bare error when the scheduler was lost.  Now
+    ``WorkersLost`` names the scheduler and says that no output was written; the output is not there,
+    and the same transform run again writes the model's result."""
+    X = np.random.default_rng(0).random((60, 2))
+    est = cdfts_dask.CDFTS(max_iter=2, method="dense").fit(X)
+    out = tmp_path / "out.zarr"
+    with dask_processes(1) as (address, procs):
+        est.set_params(client=address)
+        message = (
+            rf"^lost the connection to the Dask scheduler at {address} \(\w+: .*\) during the model's "
+            r"transform of 60 points; no output was written and the model is unchanged: run it again, once "
+            r"the scheduler is back$"
+        )
+        with pytest.raises(cdfts_dask.WorkersLost, match=message), _no_dask_records():
+            est.transform(_killing(X, procs[0].pid), output=out)
+    assert not out.exists()
+    est.set_params(client=None, n_workers=1).transform(da.from_array(X, chunks=30), output=out)
+    np.testing.assert_allclose(zarr.open_array(str(out), mode="r")[:], est.embedding_, rtol=0, atol=1e-9)
+
+
+@contextlib.contextmanager
+def _no_dask_records():
+    """Fails the block, whether or not it raised, if ``distributed.client`` logs anything in it (its
+    reconnect's ERROR records)."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    dask_log = logging.getLogger("distributed.client")
+    dask_log.addHandler(handler)
+    try:
+        yield
+    finally:
+        dask_log.removeHandler(handler)
+        assert not records, [r.getMessage() for r in records]  # in place of the block's own error
 
 
 BLOCK_CDFTS = """
