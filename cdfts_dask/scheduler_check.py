@@ -9,6 +9,11 @@ bounded by Dask's connect timeout, and says which of these went wrong.
 
 from __future__ import annotations
 
+from .log import logger
+
+#: seconds a scheduler's handshake may take before the wait for the rest of the connect timeout is said
+WAIT_NOTICE_S = 2.0
+
 
 def connect_timeout() -> float:
     """Dask's ``distributed.comm.timeouts.connect`` in seconds (set it, e.g. with
@@ -22,7 +27,9 @@ def connect_timeout() -> float:
 def check_scheduler(address: str, security=None) -> None:
     """Refuse in one line, naming ``address``: a malformed or unsupported address, a scheduler that
     cannot be reached, or a listener that does not answer a Dask handshake within Dask's connect
-    timeout (:func:`connect_timeout`); ``distributed.Client`` alone would wait forever on a silent one."""
+    timeout (:func:`connect_timeout`); ``distributed.Client`` alone would wait forever on a silent one.
+    A handshake not answered within :data:`WAIT_NOTICE_S` is said in an INFO line (what a plain TCP
+    connection meets there, and how long the wait may last) before the rest of the wait."""
     import asyncio
     import concurrent.futures
 
@@ -61,7 +68,14 @@ def check_scheduler(address: str, security=None) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # own event loop, even inside a running one
         try:
-            reply = pool.submit(asyncio.run, bounded()).result()
+            answer = pool.submit(asyncio.run, bounded())
+            if timeout > WAIT_NOTICE_S and not concurrent.futures.wait([answer], WAIT_NOTICE_S).done:
+                logger.info(
+                    "no answer yet from the Dask scheduler at %s%s; waiting up to %g s in all (Dask's "
+                    "connect timeout, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT), as a scheduler may "
+                    "still be starting", address, _why_unreachable(host_port), timeout,
+                )  # fmt: skip
+            reply = answer.result()
         except TimeoutError:
             raise ValueError(
                 f"client: the scheduler at {address!r} did not answer within {timeout:g} s"

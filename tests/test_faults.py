@@ -1029,6 +1029,35 @@ def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, c
     assert seconds < 60 and not (tmp_path / "o.npy").exists()
 
 
+def test_a_scheduler_that_does_not_answer_at_once_is_said_before_the_wait(tmp_path, capsys, monkeypatch,
+                                                                          client):  # fmt: skip
+    """Regression: `--scheduler` naming a port where nothing listens (a typo, a scheduler not started)
+    printed nothing for Dask's whole connect timeout (30 s by default), then its error.  Now a handshake
+    not answered within ``scheduler_check.WAIT_NOTICE_S`` is said at once, with what a plain connection
+    meets there and how long the wait may last; a scheduler that answers is not."""
+    import dask
+    import distributed  # noqa: F401  (its config defaults first: leaving dask.config.set would drop them)
+
+    from cdfts_dask import scheduler_check
+
+    monkeypatch.setattr(scheduler_check, "WAIT_NOTICE_S", 0.2)
+    args = ["transform", str(SYN), str(tmp_path / "o.npy"), "--label", "label", "--max-iter", "1"]
+    with _closed_port() as address, dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        code = cli_main([*args, "--scheduler", address])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 2, lines
+        assert lines[0] == (
+            f"cdfts: no answer yet from the Dask scheduler at {address} (connection refused: is a scheduler "
+            "listening on that host and port?); waiting up to 2 s in all (Dask's connect timeout, "
+            "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT), as a scheduler may still be starting"
+        ), lines
+        refused = f"cdfts transform: error: client: the scheduler at '{address}' did not answer within 2 s"
+        assert lines[1].startswith(refused), lines
+        code = cli_main([*args, "--scheduler", client.scheduler.address])
+    err = capsys.readouterr().err
+    assert code == 0 and "no answer yet" not in err and "connected to the Dask scheduler" in err, err
+
+
 def test_a_scheduler_address_without_its_scheme_is_read_as_dask_reads_it(tmp_path, capsys, client, syn_X):
     """Regression (found while checking the wrong-address wording, 2026-11-25): `--scheduler
     127.0.0.1:8786`, which ``distributed.Client`` takes as tcp:// (the form of Dask's own examples), was
