@@ -524,7 +524,7 @@ def _replay_lost_message(lost: str, exc: BaseException, client, rows: int) -> st
     :func:`~cdfts_dask.dask_client.what_was_lost` says): Dask's own error names neither what was lost nor
     that the transform wrote no output (outputs are renamed into place once complete) and can simply run
     again: the model and its input are unchanged.  (A worker still running a task may write into the
-    output's temporary sibling after it was removed; a later write removes it once this process is gone,
+    output's temporary sibling after it was removed; the next write of that output removes it,
     :func:`~cdfts_dask.paths.remove_stale_temporaries`.)"""
     from .dask_client import first_line, scheduler_lost
 

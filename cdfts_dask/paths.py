@@ -21,6 +21,7 @@ import re
 import shutil
 import socket
 import stat
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,12 @@ from pathlib import Path
 
 #: the ``format`` attribute of a checkpoint store's root group (see :mod:`cdfts_dask.store`)
 STORE_FORMAT = "cdfts-dask"
+
+
+#: this process's temporaries in use now (by any of its threads: :func:`replaced_atomically`); the other
+#: temporaries named by its pid were left by writes that ended, or were written into after their end
+_IN_USE: set[str] = set()  # keyed by _in_use_key
+_IN_USE_LOCK = threading.Lock()
 
 
 def _this_host() -> str:
@@ -62,11 +69,13 @@ def remove_stale_temporaries(path) -> list[str]:
 
     Called after a write of ``path`` succeeded; returns the names removed. A
     temporary is removed only when its writer is known to be gone: written by a
-    process of this machine that no longer exists, or named in the older form
-    ``.<name>.<32 hex>.partial``, which carries neither. The temporaries of a writer
-    still running (another run writing the same output at the same time), or
-    of another machine, are left alone: removing them would corrupt that run's
-    output.
+    process of this machine that no longer exists, by this process in a write that
+    has ended (not in use by any of its threads: a worker still running a task when
+    its cluster was lost may write into a transform's temporary after the transform
+    removed it), or named in the older form ``.<name>.<32 hex>.partial``, which
+    carries neither. The temporaries of a writer still running (another run writing
+    the same output at the same time), or of another machine, are left alone:
+    removing them would corrupt that run's output.
     """
     path = Path(path)
     writer = r"(?:([A-Za-z0-9-]+)\.([0-9]+)\.)?"  # host and pid; absent in the older form
@@ -78,13 +87,38 @@ def remove_stale_temporaries(path) -> list[str]:
         if not match:
             continue
         writer_host, writer_pid = match.groups()
-        if writer_pid is not None and (
-            writer_host != host or int(writer_pid) == os.getpid() or _process_is_alive(int(writer_pid))
-        ):
+        if writer_pid is not None and (writer_host != host or _still_written(int(writer_pid), entry)):
             continue
         _remove(entry)
         removed.append(entry.name)
     return removed
+
+
+def _still_written(pid: int, temporary: Path) -> bool:
+    """Whether the temporary ``temporary``, named by the process ``pid`` of this machine, may still be
+    written: in use by this process's threads, or by another process that is alive."""
+    if pid == os.getpid():
+        with _IN_USE_LOCK:
+            return _in_use_key(temporary) in _IN_USE
+    return _process_is_alive(pid)
+
+
+def _in_use_key(temporary: Path) -> str:
+    """``temporary``'s key in :data:`_IN_USE`: its real folder and its name, however the path was written."""
+    return os.path.join(os.path.realpath(temporary.parent), temporary.name)
+
+
+@contextmanager
+def _in_use(temporary: Path) -> Iterator[Path]:
+    """``temporary`` marked as in use by this process for the block (:func:`_still_written`)."""
+    key = _in_use_key(temporary)
+    with _IN_USE_LOCK:
+        _IN_USE.add(key)
+    try:
+        yield temporary
+    finally:
+        with _IN_USE_LOCK:
+            _IN_USE.discard(key)
 
 
 @contextmanager
@@ -101,15 +135,15 @@ def replaced_atomically(path, what: str | None = None, file: bool = False) -> It
     path = Path(path)
     tmp = temporary_sibling(path)
     try:
-        with write_errors_named(what, path) if what else contextlib.nullcontext():
+        with write_errors_named(what, path) if what else contextlib.nullcontext(), _in_use(tmp):
             if file:
                 _made_like(tmp, path)
             yield tmp
             if tmp.is_dir() and (path.exists() or path.is_symlink()):
-                old = temporary_sibling(path)
-                os.replace(path, old)
-                os.replace(tmp, path)
-                _remove(old)
+                with _in_use(temporary_sibling(path)) as old:
+                    os.replace(path, old)
+                    os.replace(tmp, path)
+                    _remove(old)
             else:
                 os.replace(tmp, path)
             remove_stale_temporaries(path)

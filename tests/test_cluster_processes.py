@@ -141,7 +141,8 @@ def test_a_transform_whose_scheduler_is_lost_says_so_and_writes_no_output(tmp_pa
     """Regression: the model's transform on a cluster (``CDFTS.transform`` of a chunked input, a sampled
     fit's replay, ``cdfts apply``) ended with Dask's bare error when the scheduler was lost.  Now
     ``WorkersLost`` names the scheduler and says that no output was written; the output is not there,
-    and the same transform run again writes the model's result."""
+    and the same transform run again writes the model's result, leaving no temporary (one that the
+    worker still running wrote into after the transform had removed it is removed then)."""
     X = np.random.default_rng(0).random((60, 2))
     est = cdfts_dask.CDFTS(max_iter=2, method="dense").fit(X)
     out = tmp_path / "out.zarr"
@@ -157,6 +158,7 @@ def test_a_transform_whose_scheduler_is_lost_says_so_and_writes_no_output(tmp_pa
     assert not out.exists()
     est.set_params(client=None, n_workers=1).transform(da.from_array(X, chunks=30), output=out)
     np.testing.assert_allclose(zarr.open_array(str(out), mode="r")[:], est.embedding_, rtol=0, atol=1e-9)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]  # no temporary the lost worker wrote
 
 
 @contextlib.contextmanager

@@ -1321,6 +1321,24 @@ def test_a_temporary_of_another_host_is_left_alone_whatever_its_pid_is_here(tmp_
     assert other_host.exists() and removed == [same_host_dead.name]
 
 
+def test_a_temporary_of_this_process_is_removed_once_no_write_of_it_is_in_use(tmp_path, monkeypatch):
+    """Found beside the scheduler-loss check (2026-12-07): a worker still running a task when its cluster
+    was lost may write into a transform's temporary after the transform removed it; named by this
+    process, that temporary was kept for as long as this process lived (an interactive session), as
+    if still written.  A temporary of this process is now removed after a later write unless one of
+    its threads is writing it, under whatever spelling of the folder."""
+    out = tmp_path / "out.zarr"
+    stale = paths.temporary_sibling(out)
+    stale.mkdir()
+    monkeypatch.chdir(tmp_path)
+    with paths.replaced_atomically(Path("out.zarr")) as live:  # written now, through a relative path
+        live.mkdir()
+        (live / "zarr.json").write_text("{}")
+        assert paths.remove_stale_temporaries(out) == [stale.name]
+        assert live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]
+
+
 @pytest.mark.parametrize("suffix", [".zarr", ".csv"])
 def test_replacing_an_output_leaves_no_temporary_behind(tmp_path, syn_X, suffix):
     """An existing output (a Zarr folder, a file) replaced by a new run: the old one, moved aside while
