@@ -531,11 +531,11 @@ def _replay_lost_message(lost: str, exc: BaseException, client, rows: int) -> st
     doing = f"the model's transform of {rows} points"
     if lost == "scheduler":
         what = f"{scheduler_lost(client, exc)} during {doing}"
-        when = "once the scheduler is back"
+        when = ", once the scheduler is back"
     else:
         what = f"the Dask workers running {doing} were lost ({first_line(exc)})"
-        when = "where the workers' logs say they exceeded their memory budget, after giving each more memory"
-    return f"{what}; no output was written and the model is unchanged: run it again, {when}"
+        when = " (where the workers' logs say they exceeded their memory budget, give each more memory first)"
+    return f"{what}; no output was written and the model is unchanged: run it again{when}"
 
 
 def apply(

@@ -224,6 +224,30 @@ def test_workers_lost_again_and_again_gives_up_with_one_line(tmp_path, syn_X, mo
     assert store.Checkpoint(ckpt).completed == 1  # what was saved is there to resume from
 
 
+def test_a_transform_whose_workers_die_says_so_and_writes_no_output(tmp_path, syn_X):
+    """A model's transform on a cluster whose task kills its worker (out of memory, a crash) as often as
+    Dask allows ended with Dask's bare ``KilledWorker``.  Now ``WorkersLost`` says that the workers
+    running the transform were lost, that no output was written, and what to give them."""
+    import dask
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    est = cdfts_dask.CDFTS(max_iter=1, method="dense").fit(syn_X[:60])
+    dying = da.from_array(syn_X[:60], chunks=30).map_blocks(lambda b: os._exit(1), meta=syn_X[:0])
+    out = tmp_path / "out.zarr"
+    options = dict(threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50)
+    once = {"distributed.scheduler.allowed-failures": 0}  # a task that killed its worker once: KilledWorker
+    with dask.config.set(once), LocalCluster(n_workers=1, **options) as cluster, Client(cluster) as c:
+        message = (
+            r"^the Dask workers running the model's transform of 60 points were lost \(KilledWorker: .*\); "
+            r"no output was written and the model is unchanged: run it again \(where the workers' logs say "
+            r"they exceeded their memory budget, give each more memory first\)$"
+        )
+        with pytest.raises(cdfts_dask.WorkersLost, match=message):
+            est.set_params(client=c).transform(dying, output=out)
+    assert not out.exists()
+
+
 def test_a_broadcast_whose_worker_connection_closes_is_made_again(syn_X, client, monkeypatch):
     """Found by a memory audit (2026-12-06): a worker restarted for memory while the points were broadcast
     to it ended the run with Dask's bare ``CommClosedError: in <TCP (closed) Scheduler Broadcast ...>``,
