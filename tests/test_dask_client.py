@@ -413,3 +413,214 @@ def test_a_ctrl_c_while_the_embedded_cluster_starts_is_kept_and_its_workers_neve
     assert run.stdout.splitlines() == [
         "workers block SIGINT: {True}", "KeyboardInterrupt, cluster closed", "SIGINT blocked here: False"
     ], run.stdout + run.stderr
+
+
+# -- found by a mutation audit of the cluster handling (2026-12-07) ---------------------------------------
+
+
+def test_the_embedded_cluster_has_at_most_four_single_threaded_workers(monkeypatch):
+    """Found by a mutation audit (2026-12-07): the cap of the default worker count (``--workers``' help:
+    "the cores, at most 4") raised to 8, and the embedded cluster's workers given two threads each,
+    passed every test (this machine has two cores, and no test counted threads)."""
+    from cdfts_dask import dask_client as module
+
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 16)
+    assert module.default_workers() == 4
+    monkeypatch.setattr(module.os, "cpu_count", lambda: None)
+    assert module.default_workers() == 1
+    monkeypatch.undo()
+    with module.dask_client(None, 2) as c:
+        assert sorted(c.nthreads().values()) == [1, 1]
+
+
+def test_the_memory_warning_asks_for_enough_memory_at_any_pause_fraction():
+    """Found by a mutation audit (2026-12-07): the memory it asks for rounded, not rounded up, to 64 MiB
+    passed (the test above checks a pause fraction of 80 % only); at 90 % that asked for 320 MiB, where
+    a worker pauses at 288 MiB, below the 300 MiB it holds before any data."""
+    import warnings
+
+    from cdfts_dask.dask_client import warn_if_workers_would_pause
+
+    class Workers:  # client.run(_memory_pause) of two workers of 200 MiB, pausing at 90 %
+        def run(self, func):
+            return {"tcp://a:1": (200 * 2**20, 0.9), "tcp://b:1": (200 * 2**20, 0.9)}
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        warn_if_workers_would_pause(Workers())
+    assert len(said) == 1 and "give each worker at least 384 MiB" in str(said[0].message), said
+
+
+class _ScriptedScheduler:
+    """Stands in for a client whose scheduler's identity lists workers as ``script`` says, one entry per
+    ask of the stall watcher; once the script is done, the ask fails (the watcher then stops) and
+    ``done`` is set."""
+
+    def __init__(self, script: list[dict[str, str]]):
+        import threading
+        from types import SimpleNamespace
+
+        self.script, self.done = list(script), threading.Event()
+        self.scheduler = SimpleNamespace(address="tcp://scheduler:8786", identity=self._identity)
+
+    def _identity(self):
+        if not self.script:
+            self.done.set()
+            raise OSError("the script is done")
+        return {"workers": {a: {"status": s} for a, s in self.script.pop(0).items()}}
+
+    def sync(self, func):
+        return func()
+
+
+@pytest.mark.parametrize(
+    "script,said",
+    [([{}, {"w": "running"}, {}, {"w": "running"}], []),  # never two asks in a row without a worker
+     ([{}, {"w": "paused"}, {"w": "running"}], []),  # no worker, then all paused: two stalls, not one
+     ([{"w": "paused", "v": "running"}] * 3, []),  # one worker paused, another runs tasks
+     ([{}] * 6, ["no worker"]),  # said once, however long it lasts
+     ([{}, {}, {"w": "running"}, {}, {}], ["no worker"]),  # and once only, if it comes back
+     ([{"w": "paused"}] * 6, ["paused"])],
+    ids=["no-worker-once", "two-stalls", "one-paused", "no-worker-long", "no-worker-again", "paused-long"],
+)  # fmt: skip
+def test_a_stall_is_said_once_and_only_after_two_asks_in_a_row_find_it(monkeypatch, script, said):
+    """Found by a mutation audit (2026-12-07): the stall warnings were checked only once the run waited
+    long enough to warn, then resumed at once; these passed: warning after one ask (a worker restarting
+    between two asks would be said to be "no worker for at least 10 s"), counting two different stalls
+    as one that lasted, warning again when the same stall comes back, warning when one worker of two is
+    paused ("have all been paused")."""
+    import warnings
+
+    from cdfts_dask import dask_client as module
+
+    monkeypatch.setattr(module, "STALL_POLL", 0.01)
+    client = _ScriptedScheduler(script)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with module.warn_while_the_run_stalls(client):
+            assert client.done.wait(30)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == len(said) and all(s in m for s, m in zip(said, messages, strict=True)), messages
+
+
+class _LosingItsScheduler:
+    """A client whose link sees the scheduler gone only at the ``after``-th look at its status."""
+
+    def __init__(self, after: int):
+        self.looks, self.after = 0, after
+
+    @property
+    def status(self) -> str:
+        self.looks += 1
+        return "running" if self.looks < self.after else "connecting"
+
+
+def test_a_connection_error_before_the_client_sees_its_scheduler_gone_is_a_lost_scheduler():
+    """Found by a mutation audit (2026-12-07): without the grace of ``SCHEDULER_LOSS_GRACE`` for an
+    ``OSError`` (a ``CommClosedError`` that reaches the run before the client's own link notices the
+    reset), the real-scheduler tests passed (the race goes either way there): the run would then end in
+    Dask's bare error.  A ``KeyboardInterrupt`` is never taken for a lost scheduler, and another error
+    is not waited on."""
+    from distributed.comm.core import CommClosedError
+
+    from cdfts_dask.dask_client import what_was_lost
+
+    assert what_was_lost(_LosingItsScheduler(after=4), CommClosedError("in <TCP (closed)>")) == "scheduler"
+    assert what_was_lost(_LosingItsScheduler(after=4), ValueError("a bad value")) is None
+    assert what_was_lost(_LosingItsScheduler(after=1), KeyboardInterrupt()) is None
+
+
+def _exit_the_worker(block):
+    import os
+
+    os._exit(1)
+
+
+def test_a_transform_whose_task_kills_its_workers_says_they_were_lost(tmp_path):
+    """Found by a mutation audit (2026-12-07): ``KilledWorker`` (a task that killed every worker that
+    ran it, e.g. out of memory) dropped from what counts as lost workers passed every test: a model's
+    transform then ended in Dask's bare ``KilledWorker``, naming neither that no output was written nor
+    the memory."""
+    import dask
+    import dask.array as da
+
+    import cdfts_dask
+
+    X = np.random.default_rng(0).random((60, 2))
+    est = cdfts_dask.CDFTS(max_iter=1, method="dense").fit(X)
+    killing = da.from_array(X, chunks=X.shape).map_blocks(_exit_the_worker, meta=X[:0])
+    options = dict(n_workers=1, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), LocalCluster(**options) as cluster:
+        with Client(cluster) as c:
+            message = (
+                r"^the Dask workers running the model's transform of 60 points were lost \(KilledWorker: "
+                r".*\); no output was written and the model is unchanged"
+            )
+            with pytest.raises(cdfts_dask.WorkersLost, match=message):
+                est.set_params(client=c).transform(killing, output=tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_a_dask_array_out_of_a_run_on_a_scheduler_address_outlives_the_call(X, client):
+    """Found by a mutation audit (2026-12-07): the client connected to an address not marked as the
+    run's own passed every test: the dask array returned then held futures of a client closed as the
+    call ended (the embedded cluster's case is ``test_dask_array_out_outlives_an_embedded_cluster``)."""
+    import dask.array as da
+
+    out = cdf_ts(da.from_array(X, chunks=(100, 3)), max_iter=2, delta=1e-12, method="tiled",
+                 client=client.scheduler.address)  # fmt: skip
+    ref = cdf_ts(X, max_iter=2, delta=1e-12, method="dense")
+    np.testing.assert_allclose(out.compute(scheduler="sync"), ref, rtol=0, atol=1e-9)
+
+
+@simulated_cuda
+def test_the_sessions_default_client_is_checked_as_a_given_one(X, client, monkeypatch):
+    """Found by a mutation audit (2026-12-07): the checks of a cluster this run did not start skipped for
+    the session's default client passed every test; here its workers have no CuPy for a CUDA run."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.engine import cuda
+
+    monkeypatch.setattr(cuda, "xp", SimpleNamespace(__name__="cupy"))
+    with Client(client.scheduler.address) as ambient:
+        assert session_client() is ambient
+        with pytest.raises(ValueError, match=r"^client: backend='cuda' needs CuPy on every worker"):
+            cdf_ts(X, max_iter=1, method="tiled", backend="cuda")
+
+
+def test_a_default_client_that_lost_its_scheduler_is_not_the_sessions_client():
+    """Found by a mutation audit (2026-12-07): ``session_client`` returning a default client whatever its
+    status passed every test.  A default client reconnecting to a scheduler that is gone is not used:
+    the run starts its own cluster rather than failing on a client that is not running."""
+    options = dict(n_workers=0, processes=False, dashboard_address=":0", silence_logs=50)
+    cluster = LocalCluster(**options)
+    with Client(cluster) as ambient:
+        assert session_client() is ambient
+        cluster.close()
+        assert ambient.status != "running"
+        assert session_client() is None
+
+
+def _run_with_a_default_client(address: str, X: np.ndarray) -> np.ndarray:
+    with Client(address):
+        return cdf_ts(X, lam=0.2, max_iter=1, method="tiled")
+
+
+def test_a_daemonic_process_with_a_default_client_runs_on_it(X, client):
+    """Found by a mutation audit (2026-12-07): the refusal of the embedded cluster in a daemonic process
+    made regardless of a session client passed every test; a ``multiprocessing.Pool`` worker that opens
+    its own default client runs on that client's cluster."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        out = pool.apply(_run_with_a_default_client, (client.scheduler.address, X))
+    np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
+
+
+def test_an_error_in_a_message_of_ours_is_its_first_line_cut_at_200_characters():
+    """Found by a mutation audit (2026-12-07): the cut of Dask's error at 200 characters in the
+    one-line messages (``WorkersLost``) dropped passed every test."""
+    from cdfts_dask.dask_client import first_line
+
+    assert first_line(OSError("x" * 300 + "\nsecond line")) == "OSError: " + "x" * 200
+    assert first_line(TimeoutError()) == "TimeoutError: "
