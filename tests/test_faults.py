@@ -1103,6 +1103,50 @@ def test_a_scheduler_address_without_its_scheme_is_read_as_dask_reads_it(tmp_pat
     ], lines
 
 
+
+def test_a_tls_scheduler_given_by_address_is_reached_with_the_given_certificates(tmp_path):
+    """Found by a mutation audit (2026-12-07): ``security=`` dropped on its way to the check of a scheduler
+    address, or to the client connected to it, passed every test (the TLS tests give a ``Client``, not an
+    address): a TLS scheduler by its address was then unusable.  Certificates that do not match are one
+    line naming that, without the hint to pass ``security=`` (which was passed)."""
+    pytest.importorskip("cryptography")
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    X = np.random.default_rng(0).random((60, 2))
+    security = Security.temporary()
+    options = dict(n_workers=1, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1")
+    with LocalCluster(dashboard_address=":0", security=security, silence_logs=50, **options) as cluster:
+        address = cluster.scheduler_address
+        Y = cdfts_dask.cdf_ts(X, max_iter=1, method="tiled", client=address, security=security)
+        refused = rf"^client: cannot reach a Dask scheduler at '{address}': "
+        with pytest.raises(ValueError, match=refused) as e:
+            cdfts_dask.cdf_ts(X, max_iter=1, method="tiled", client=address, security=Security.temporary())
+    assert "certificate" in str(e.value) and "pass security=" not in str(e.value), e.value
+    np.testing.assert_allclose(Y, cdfts_dask.cdf_ts(X, max_iter=1, method="dense"), rtol=0, atol=1e-9)
+
+
+def test_a_tls_address_where_nothing_listens_says_the_connection_is_refused():
+    """Found by a mutation audit (2026-12-07): the probe of what a connection meets made for tcp:// only
+    passed every test; a tls:// address where nothing listens is told as a tcp:// one is."""
+    pytest.importorskip("cryptography")
+    import dask
+    from distributed.security import Security
+
+    with _closed_port() as tcp, dask.config.set({"distributed.comm.timeouts.connect": "500ms"}):
+        address = tcp.replace("tcp://", "tls://")
+        with pytest.raises(ValueError, match=r"did not answer within 0.5 s \(connection refused: is a"):
+            cdfts_dask.cdf_ts(np.zeros((5, 2)), method="tiled", client=address, security=Security.temporary())
+
+
+def test_a_workers_address_given_for_the_scheduler_is_named(client):
+    """Found by a mutation audit (2026-12-07): the check that what answers at the address is a scheduler
+    dropped passed every test; a worker's address (the other address a cluster shows) is named so."""
+    worker = sorted(client.nthreads())[0]
+    with pytest.raises(ValueError, match=rf"^client: '{worker}' answered, but not as a Dask scheduler: "):
+        cdfts_dask.cdf_ts(np.zeros((5, 2)), method="tiled", client=worker)
+
+
 # -- the embedded cluster listens on 127.0.0.1 only (issue 10, item 13) ----------------------------------
 
 _LISTENERS = """
