@@ -142,3 +142,37 @@ def test_compiling_is_said_for_a_first_run_and_for_a_new_number_of_columns(
         api._say_if_compiling(_InProcessClient(), 5, "float32", "knn", 10)
     assert _messages(caplog) == ([] if expected is None else [expected])
     assert asked == [(5, "float32", ("kth_leaf_pairs", "shift_accumulate"))]  # one call per worker
+
+
+def test_a_verbose_call_leaves_later_calls_silent_for_the_applications_handlers(X, capsys):
+    """Found by a mutation audit (2026-12-07): the logger's level not restored after a verbose call passed
+    every test (the tests before had left it at INFO): with ``logging.basicConfig()`` (a root handler at
+    WARNING), every later call, not verbose, then printed its INFO lines through that handler."""
+    import io
+
+    root, stream = logging.getLogger(), io.StringIO()
+    handler, level = logging.StreamHandler(stream), logger.level
+    root.addHandler(handler)
+    logger.setLevel(logging.NOTSET)  # as the library leaves it: the application decides
+    try:
+        cdf_ts(X, max_iter=1, verbose=True)
+        assert capsys.readouterr().err.startswith("cdfts: CDF-TS of n = 200 points")
+        cdf_ts(X, max_iter=1)
+        assert stream.getvalue() == "" and capsys.readouterr().err == ""
+        assert logger.level == logging.NOTSET
+    finally:
+        root.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def test_the_start_line_counts_workers_not_threads(X, caplog):
+    """Found by a mutation audit (2026-12-07): the start line's worker count taken as the threads' passed
+    every test (their workers have one thread each); a worker of two threads is one worker."""
+    from distributed import Client, LocalCluster
+
+    options = dict(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0")
+    with LocalCluster(silence_logs=50, **options) as cluster, Client(cluster) as c:
+        with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+            cdf_ts(X, max_iter=1, method="tiled", client=c)
+    start = _messages(caplog)[0]
+    assert start.endswith(", 1 worker") or ", 1 worker, dashboard " in start, start
