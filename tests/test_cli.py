@@ -206,6 +206,48 @@ def test_a_missing_core_dependency_is_not_sent_to_an_extra(capsys):
     ], err
 
 
+
+@pytest.mark.parametrize(
+    "name,extra",
+    [("numba_cuda", "gpu"), ("numba.cuda.cudadrv", "gpu"), ("cupy", "gpu"), ("matplotlib.pyplot", "eval")],
+)
+def test_a_missing_optional_package_names_its_extra(capsys, name, extra):
+    """Found by a mutation audit (2026-12-07): numba-cuda (a module of the 'gpu' extra) or matplotlib (of
+    the 'eval' extra) dropped from the optional packages passed every test: a missing one was said to
+    break every command ("install cdfts-dask again")."""
+    from types import SimpleNamespace
+
+    from cdfts_dask.cli import run_command
+
+    def missing(args):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    assert run_command(SimpleNamespace(command="plot", func=missing)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    said = f"cdfts plot: error: needs the optional package {name!r}; "
+    assert len(err) == 1 and err[0].startswith(said), err
+    assert f"install the {extra!r} extra: pip install '.[{extra}]'" in err[0], err
+
+
+@pytest.mark.parametrize("command", ["transform", "apply", "evaluate"])
+def test_workers_below_one_is_refused_by_its_option_name_before_anything_is_made(tmp_path, capsys, command):
+    """Found by a mutation audit (2026-12-07): the command line's own check of ``--workers`` dropped passed
+    every test: ``--workers 0`` was then refused by the API as ``n_workers must be >= 1``, an option the
+    command line does not have, and ``cdfts evaluate`` had made its output folder first."""
+    from cdfts_dask.cli import main
+
+    np.save(tmp_path / "in.npy", np.random.default_rng(0).random((30, 2)))
+    argv = {
+        "transform": ["transform", str(tmp_path / "in.npy"), str(tmp_path / "out.npy")],
+        "apply": ["apply", str(tmp_path / "model.zarr"), str(tmp_path / "in.npy"), str(tmp_path / "out.npy")],
+        "evaluate": ["evaluate", "--data", str(DATA / "3L.csv"), "--out", str(tmp_path / "ev")],
+    }[command]
+    assert main([*argv, "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cdfts {command}: error: --workers must be >= 1, got 0"], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
 def test_package_that_cannot_work_here_is_one_line_exit_2(capsys):
     """An ImportError raised on purpose (numba-cuda on NumPy 2.5) reaches the user as its own message."""
     from types import SimpleNamespace
@@ -286,6 +328,9 @@ def test_help_states_each_default_once():
         (["--lam", "0.2", "transform", "IN", "OUT"], "arguments: --lam 0.2 (--lam is an option of cdfts "
          "transform: give it after 'transform')"),  # argparse took 0.2 for the sub-command
         (["-k5", "transform", "IN", "OUT"], "-k5 (-k is an option of cdfts transform: give it after"),
+        # a mutation audit (2026-12-07): a two-character option was skipped ("name comes first")
+        (["-k", "5", "transform", "IN", "OUT"], "-k 5 (-k is an option of cdfts transform: give it after "
+         "'transform')"),
         (["--lamda=0.2", "transform", "IN", "OUT"], "(did you mean --lambda, after 'transform'?)"),
         # a word before the sub-command's name (stop 33 left it as "unrecognized arguments: IN" alone)
         (["IN", "transform", "OUT"], ".csv (the sub-command's name comes first: cdfts transform "),
