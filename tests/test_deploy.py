@@ -423,3 +423,78 @@ def test_hpc_wait_stops_when_the_jobs_workers_do_not_all_come(hpc, monkeypatch, 
     assert status == 2 and err.count("\n") == 1, err
     assert err.startswith("hpc.py slurm: error: --wait: 0 of the 2 jobs' workers connected within 1s; "), err
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_hpc_tls_on_tls_dir_and_walltime_reach_the_cluster(hpc, tmp_path):
+    """Found by a mutation audit (2026-12-07): ``--tls on`` read as ``auto`` (plain TCP on loopback),
+    ``--tls`` or ``--walltime`` dropped on their way to dask-jobqueue, and ``--tls-dir`` replaced by the
+    current directory passed every test here (only the real-SLURM tests, skipped without SLURM, ran
+    ``--tls on``): the workers' certificate and key go to the folder the jobs share."""
+    options = hpc.build_hpc_parser().parse_args(
+        ["slurm", "--tls", "on", "--tls-dir", str(tmp_path), "--walltime", "00:10:00"]
+    )
+    cluster = hpc._cluster(options)
+    try:
+        address, script = cluster.scheduler_address, cluster.job_script()
+        written = sorted(p.name for p in tmp_path.iterdir())
+    finally:
+        cluster.close()
+    assert address.startswith("tls://127.0.0.1:")
+    assert "#SBATCH -t 00:10:00" in script
+    worker = next(ln for ln in script.splitlines() if "dask_worker" in ln)
+    assert f"--tls-key {tmp_path}/.dask-jobqueue.worker.key." in worker, worker
+    assert len(written) == 3 and all(name.startswith(".dask-jobqueue.worker.") for name in written), written
+
+
+class _JobsOfOneWorker:
+    """A dask-jobqueue cluster (for ``hpc._cluster``) whose batch queue started one job's worker, however
+    many were asked for: an in-process cluster of one worker."""
+
+    def __init__(self, options):
+        from distributed import LocalCluster
+
+        options = dict(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+        self.cluster = LocalCluster(**options)
+        self.scheduler_address = self.cluster.scheduler_address
+        self.security = self.cluster.security
+        self.wait_for_workers = self.cluster.wait_for_workers
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cluster.close()
+
+    @property
+    def scheduler_info(self):
+        return self.cluster.scheduler_info
+
+    def scale(self, jobs):
+        pass
+
+
+def test_hpc_runs_on_the_jobs_workers_once_all_of_them_connected(hpc, monkeypatch, capsys, tmp_path):
+    """Found by a mutation audit (2026-12-07): waiting for the first job's worker only passed every test
+    here (only the real-SLURM tests, skipped without SLURM, ran a job): with 2 jobs of which 1 worker
+    came, ``--wait`` stops the run, saying how many came.  The run's tasks run on the jobs' scheduler,
+    not on an embedded cluster (a result equal either way: checked on the scheduler)."""
+    monkeypatch.setattr(hpc, "_cluster", _JobsOfOneWorker)
+    X = np.random.default_rng(0).random((30, 2))
+    np.save(tmp_path / "in.npy", X)
+    ran = []
+    real = _JobsOfOneWorker.__exit__
+    monkeypatch.setattr(_JobsOfOneWorker, "__exit__", lambda self, *exc: ran.append(
+        self.cluster.scheduler.transition_counter) or real(self, *exc))  # fmt: skip
+    argv = ["slurm", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--max-iter", "1", "--quiet",
+            "--method", "tiled", "--wait", "60s"]  # fmt: skip
+    assert hpc.main([*argv, "--jobs", "1"]) == 0, capsys.readouterr().err
+    import cdfts_dask
+
+    expected = cdfts_dask.cdf_ts(X, max_iter=1, method="dense")
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, rtol=0, atol=1e-9)
+    assert ran[0] > 0  # the run's tasks ran on the jobs' scheduler
+    (tmp_path / "out.npy").unlink()
+    status = hpc.main([*argv[:-1], "1s", "--jobs", "2"])
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith("hpc.py slurm: error: --wait: 1 of the 2 jobs' workers "), err
+    assert not (tmp_path / "out.npy").exists()
