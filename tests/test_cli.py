@@ -248,6 +248,21 @@ def test_workers_below_one_is_refused_by_its_option_name_before_anything_is_made
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
 
 
+
+def test_a_task_failing_on_an_embedded_worker_is_one_line_without_dasks_record(tmp_path):
+    """Found by a mutation audit (2026-12-07): the embedded cluster's log level left at Dask's ERROR on the
+    command line (``cdfts.embedded-cluster.silence-logs``) passed every test (their failing tasks ran on
+    the session's cluster or in this process): the worker then printed its ``distributed.worker - ERROR
+    - Compute Failed`` record, a dozen lines, before the one-line error."""
+    src = tmp_path / "in.zarr"
+    zarr.create_array(str(src), shape=(40, 2), chunks=(10, 2), dtype="f8")[...] = np.ones((40, 2))
+    chunk = src / "c" / "2" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:7])  # truncated: read on a worker of the embedded cluster
+    res = cdfts("transform", src, tmp_path / "out.npy", "--quiet", "--method", "tiled", "--workers", "1")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith("cdfts transform: error: input: cannot read the Zarr chunk at [20:30, 0:2]")
+
+
 def test_package_that_cannot_work_here_is_one_line_exit_2(capsys):
     """An ImportError raised on purpose (numba-cuda on NumPy 2.5) reaches the user as its own message."""
     from types import SimpleNamespace
