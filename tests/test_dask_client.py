@@ -624,3 +624,36 @@ def test_an_error_in_a_message_of_ours_is_its_first_line_cut_at_200_characters()
 
     assert first_line(OSError("x" * 300 + "\nsecond line")) == "OSError: " + "x" * 200
     assert first_line(TimeoutError()) == "TimeoutError: "
+
+
+def test_a_model_applied_with_no_workers_is_refused_before_a_cluster_starts(tmp_path):
+    """Found by a mutation audit (2026-12-07): the check of ``n_workers`` in ``dask_client`` dropped passed
+    every test (``cdf_ts`` checks it first): ``model.apply(m, X, n_workers=0)`` then ran on the default
+    number of workers (``0 or default_workers()``) without a word."""
+    import dask.array as da
+
+    from cdfts_dask import model
+
+    X = np.random.default_rng(0).random((40, 2))
+    cdf_ts(X, max_iter=1, method="dense", checkpoint=tmp_path / "run.zarr")
+    fitted = model.load(tmp_path / "run.zarr")
+    before = _processes()
+    with pytest.raises(ValueError, match=r"^n_workers must be >= 1, got 0$"):
+        model.apply(fitted, da.from_array(X, chunks=20), n_workers=0)
+    assert _processes() == before
+
+
+def _sampled_fit_on_the_workers_client(points):
+    from distributed import worker_client
+
+    with worker_client() as c:
+        return cdf_ts(points, max_iter=1, n_references=50, random_state=0, method="tiled", client=c)
+
+
+def test_a_sampled_fit_inside_a_task_runs_on_the_workers_client(X, client):
+    """Found by a mutation audit (2026-12-07): the refusal of ``client=None`` inside a task made for any
+    client passed every test (the tests ran the exact fit through ``worker_client``): a sampled fit, which
+    checks this before its draw, was then refused with the very ``client=c`` the refusal advises."""
+    out = client.submit(_sampled_fit_on_the_workers_client, X, pure=False).result()
+    ref = cdf_ts(X, max_iter=1, n_references=50, random_state=0, method="tiled", client=client)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
