@@ -530,37 +530,6 @@ def test_a_connection_error_before_the_client_sees_its_scheduler_gone_is_a_lost_
     assert what_was_lost(_LosingItsScheduler(after=1), KeyboardInterrupt()) is None
 
 
-def _exit_the_worker(block):
-    import os
-
-    os._exit(1)
-
-
-def test_a_transform_whose_task_kills_its_workers_says_they_were_lost(tmp_path):
-    """Found by a mutation audit (2026-12-07): ``KilledWorker`` (a task that killed every worker that
-    ran it, e.g. out of memory) dropped from what counts as lost workers passed every test: a model's
-    transform then ended in Dask's bare ``KilledWorker``, naming neither that no output was written nor
-    the memory."""
-    import dask
-    import dask.array as da
-
-    import cdfts_dask
-
-    X = np.random.default_rng(0).random((60, 2))
-    est = cdfts_dask.CDFTS(max_iter=1, method="dense").fit(X)
-    killing = da.from_array(X, chunks=X.shape).map_blocks(_exit_the_worker, meta=X[:0])
-    options = dict(n_workers=1, threads_per_worker=1, dashboard_address=":0", silence_logs=50)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), LocalCluster(**options) as cluster:
-        with Client(cluster) as c:
-            message = (
-                r"^the Dask workers running the model's transform of 60 points were lost \(KilledWorker: "
-                r".*\); no output was written and the model is unchanged"
-            )
-            with pytest.raises(cdfts_dask.WorkersLost, match=message):
-                est.set_params(client=c).transform(killing, output=tmp_path / "out.zarr")
-    assert not (tmp_path / "out.zarr").exists()
-
-
 def test_a_dask_array_out_of_a_run_on_a_scheduler_address_outlives_the_call(X, client):
     """Found by a mutation audit (2026-12-07): the client connected to an address not marked as the
     run's own passed every test: the dask array returned then held futures of a client closed as the
