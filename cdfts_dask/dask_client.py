@@ -30,13 +30,24 @@ def default_workers() -> int:
 
 
 def session_client():
-    """The default client of this session (``distributed.default_client()`` semantics), or None."""
+    """The default client of this session (``distributed.default_client()`` semantics), or None (none
+    open, or one not running: closing, or not started).  One that lost its scheduler and is reconnecting
+    is refused in one line, before any work: the run would otherwise start an embedded cluster on this
+    machine, unasked, for work its user sent to a cluster (until Dask's reconnect attempts end, after
+    its connect timeout, and close the client)."""
     from distributed import default_client
 
     try:
         client = default_client()
     except ValueError:  # no client open
         return None
+    if client.status == "connecting":
+        address = getattr(client.scheduler, "address", None) or "?"
+        raise ValueError(
+            f"client: the session's default Dask client lost its scheduler at {address} and is trying to "
+            "reconnect; run again once it has, pass client= (another cluster), or close that client "
+            "(client.close()) to run on an embedded cluster"
+        )
     return client if client.status == "running" else None
 
 

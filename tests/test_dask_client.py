@@ -4,6 +4,7 @@ cluster; counted in worker processes, and numba's compiled kernels are loaded fr
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import psutil
@@ -557,17 +558,28 @@ def test_the_sessions_default_client_is_checked_as_a_given_one(X, client, monkey
             cdf_ts(X, max_iter=1, method="tiled", backend="cuda")
 
 
-def test_a_default_client_that_lost_its_scheduler_is_not_the_sessions_client():
-    """Found by a mutation audit (2026-12-07): ``session_client`` returning a default client whatever its
-    status passed every test.  A default client reconnecting to a scheduler that is gone is not used:
-    the run starts its own cluster rather than failing on a client that is not running."""
-    options = dict(n_workers=0, processes=False, dashboard_address=":0", silence_logs=50)
-    cluster = LocalCluster(**options)
-    with Client(cluster) as ambient:
+def test_a_default_client_that_lost_its_scheduler_is_refused_not_replaced_by_an_embedded_cluster(X):
+    """Found by a mutation audit (2026-12-07): a session default client reconnecting to a scheduler that
+    is gone was skipped, and the run started an embedded cluster on this machine, unasked, for work its
+    user had sent to a cluster.  It is refused in one line naming the scheduler, before any work; once
+    that client is closed, the run starts its own cluster (with no default client, as always)."""
+    from faultkit import dask_processes
+
+    with dask_processes(0) as (address, procs), Client(address, timeout="30s") as ambient:
         assert session_client() is ambient
-        cluster.close()
-        assert ambient.status != "running"
-        assert session_client() is None
+        procs[0].kill()
+        deadline = time.monotonic() + 10
+        while ambient.status == "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ambient.status == "connecting"
+        message = rf"^client: the session's default Dask client lost its scheduler at {address} and is"
+        for run in (lambda: cdf_ts(X, max_iter=1, method="tiled"),
+                    lambda: cdf_ts(X, max_iter=1, n_references=30, method="tiled")):  # fmt: skip
+            with pytest.raises(ValueError, match=message):
+                run()
+    assert ambient.status == "closed" and session_client() is None
+    np.testing.assert_allclose(cdf_ts(X, max_iter=1, method="tiled", n_workers=1),
+                               cdf_ts(X, max_iter=1, method="dense"), rtol=0, atol=1e-9)  # fmt: skip
 
 
 def _run_with_a_default_client(address: str, X: np.ndarray) -> np.ndarray:
