@@ -391,31 +391,7 @@ def test_hpc_wait_stops_when_the_jobs_workers_do_not_all_come(hpc, monkeypatch, 
     """Regression: ``hpc.py`` waited for its jobs' workers without a limit, so a job that never started
     (or whose worker exited at start) kept it waiting forever.  ``--wait`` bounds that: here a cluster
     whose batch queue never starts a job (a scheduler without workers stands in for it)."""
-    from distributed import LocalCluster
-
-    class QueueThatNeverStarts:
-        """A dask-jobqueue cluster whose jobs stay queued: a real scheduler, no worker ever."""
-
-        def __init__(self, options):
-            self.cluster = LocalCluster(n_workers=0, processes=False, dashboard_address=":0")  # any free port
-            self.scheduler_address = self.cluster.scheduler_address
-            self.security = self.cluster.security  # plain TCP
-            self.wait_for_workers = self.cluster.wait_for_workers
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.cluster.close()
-
-        @property
-        def scheduler_info(self):
-            return self.cluster.scheduler_info
-
-        def scale(self, jobs):
-            pass
-
-    monkeypatch.setattr(hpc, "_cluster", QueueThatNeverStarts)
+    monkeypatch.setattr(hpc, "_cluster", _queue_starting(0))
     np.save(tmp_path / "in.npy", np.random.default_rng(0).random((20, 2)))
     status = hpc.main(["slurm", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--jobs", "2",
                        "--wait", "1s", "--quiet"])  # fmt: skip
@@ -446,31 +422,33 @@ def test_hpc_tls_on_tls_dir_and_walltime_reach_the_cluster(hpc, tmp_path):
     assert len(written) == 3 and all(name.startswith(".dask-jobqueue.worker.") for name in written), written
 
 
-class _JobsOfOneWorker:
-    """A dask-jobqueue cluster (for ``hpc._cluster``) whose batch queue started one job's worker, however
-    many were asked for: an in-process cluster of one worker."""
+def _queue_starting(workers: int) -> type:
+    """A dask-jobqueue cluster class (for ``hpc._cluster``) whose batch queue starts ``workers`` jobs'
+    workers, however many were asked for: an in-process cluster with a real scheduler."""
+    from distributed import LocalCluster
 
-    def __init__(self, options):
-        from distributed import LocalCluster
+    class Jobs:
+        def __init__(self, options):
+            options = dict(threads_per_worker=1, processes=False, dashboard_address=":0")  # any free port
+            self.cluster = LocalCluster(n_workers=workers, **options)
+            self.scheduler_address = self.cluster.scheduler_address
+            self.security = self.cluster.security  # plain TCP
+            self.wait_for_workers = self.cluster.wait_for_workers
 
-        options = dict(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
-        self.cluster = LocalCluster(**options)
-        self.scheduler_address = self.cluster.scheduler_address
-        self.security = self.cluster.security
-        self.wait_for_workers = self.cluster.wait_for_workers
+        def __enter__(self):
+            return self
 
-    def __enter__(self):
-        return self
+        def __exit__(self, *exc):
+            self.cluster.close()
 
-    def __exit__(self, *exc):
-        self.cluster.close()
+        @property
+        def scheduler_info(self):
+            return self.cluster.scheduler_info
 
-    @property
-    def scheduler_info(self):
-        return self.cluster.scheduler_info
+        def scale(self, jobs):
+            pass
 
-    def scale(self, jobs):
-        pass
+    return Jobs
 
 
 def test_hpc_runs_on_the_jobs_workers_once_all_of_them_connected(hpc, monkeypatch, capsys, tmp_path):
@@ -478,12 +456,13 @@ def test_hpc_runs_on_the_jobs_workers_once_all_of_them_connected(hpc, monkeypatc
     here (only the real-SLURM tests, skipped without SLURM, ran a job): with 2 jobs of which 1 worker
     came, ``--wait`` stops the run, saying how many came.  The run's tasks run on the jobs' scheduler,
     not on an embedded cluster (a result equal either way: checked on the scheduler)."""
-    monkeypatch.setattr(hpc, "_cluster", _JobsOfOneWorker)
+    jobs = _queue_starting(1)
+    monkeypatch.setattr(hpc, "_cluster", jobs)
     X = np.random.default_rng(0).random((30, 2))
     np.save(tmp_path / "in.npy", X)
     ran = []
-    real = _JobsOfOneWorker.__exit__
-    monkeypatch.setattr(_JobsOfOneWorker, "__exit__", lambda self, *exc: ran.append(
+    real = jobs.__exit__
+    monkeypatch.setattr(jobs, "__exit__", lambda self, *exc: ran.append(
         self.cluster.scheduler.transition_counter) or real(self, *exc))  # fmt: skip
     argv = ["slurm", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--max-iter", "1", "--quiet",
             "--method", "tiled", "--wait", "60s"]  # fmt: skip
