@@ -526,3 +526,58 @@ def test_evaluate_train_test_table_shows_the_test_scores(tmp_path, client, capsy
         cell = cells[head.index(f"{r['algorithm']} {short[r['transform']]}")]
         assert cell == f"{float(r['test_score']):.2f}", (r["algorithm"], r["transform"], cell)
     assert any(f"{float(r['test_score']):.2f}" != f"{float(r['score']):.2f}" for r in rows)
+
+
+def test_plot_draws_each_figure_with_the_options_asked_and_prints_its_figures(tmp_path, capsys, monkeypatch):
+    """Found by a mutation audit (2026-12-07): ``cdfts plot`` drawing the scatter plots, the convergence
+    plot or the MDS views at lambda 0.1, the convergence at 10 iterations or eps 0.1, subsampling to 1500
+    points, whatever was asked, naming the files by the input's stem despite ``--name``, or printing the
+    Deltas as the density stds, all passed (the tests checked only that the PNGs exist)."""
+    from cdfts_dask.evaluation import plots
+
+    seen = []
+
+    def scatter(X, y, path, lam, eps, title):
+        seen.append(("scatter", X.shape, len(y), lam, eps, title, path.name))
+        return [0.5, 0.25, 0.125, 0.0625]
+
+    def convergence(X, path, lam, iterations, eps, title):
+        seen.append(("convergence", X.shape, lam, iterations, eps, title, path.name))
+        return [0.1, 0.01], [0.75, 0.5]
+
+    def mds(X, y, path, lam, title):
+        seen.append(("mds", X.shape, len(y), lam, title, path.name))
+
+    monkeypatch.setattr(plots, "scatter_iterations", scatter)
+    monkeypatch.setattr(plots, "convergence", convergence)
+    monkeypatch.setattr(plots, "mds_views", mds)
+    options = ["--lam", "0.2", "--eps", "0.15", "--iterations", "2", "--max-n", "80"]
+    code, err = _main(capsys, "plot", DATA / "3L.csv", "--out", tmp_path, "--name", "fig", *options)
+    assert code == 0, err
+    assert seen == [("scatter", (80, 2), 80, 0.2, 0.15, "fig", "fig_iterations.png"),
+                    ("convergence", (80, 2), 0.2, 2, 0.15, "fig", "fig_convergence.png")]  # fmt: skip
+    assert err.splitlines() == [
+        f"{tmp_path / 'fig_iterations.png'}: density std before / after 1, 3, 5 iterations: "
+        "0.50, 0.25, 0.12, 0.06",
+        f"{tmp_path / 'fig_convergence.png'}: Delta 0.10000 0.01000",
+        f"{tmp_path / 'fig_convergence.png'}: density std 0.75 0.50",
+    ]
+    seen.clear()
+    hd = tmp_path / "hd.csv"
+    hd.write_text("a,b,c,label\n" + "".join(f"{i % 7},{(i * 3) % 11},{i % 5},{i % 2}\n" for i in range(40)))
+    assert _main(capsys, "plot", hd, "--out", tmp_path, "--lam", "0.3", "--max-n", "30")[0] == 0
+    assert seen == [("convergence", (30, 3), 0.3, 10, 0.1, "hd", "hd_convergence.png"),
+                    ("mds", (30, 3), 30, 0.3, "hd", "hd_mds.png")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [(["--lam", "1"], "--lam must be in (0, 1), got 1.0"),
+     (["--iterations", "0"], "--iterations must be >= 1")],
+)  # fmt: skip
+def test_plot_refuses_a_lambda_of_1_and_no_iterations_before_any_work(tmp_path, capsys, flags, message):
+    """Found by a mutation audit (2026-12-07): ``plot --lam 1`` and ``--iterations 0`` accepted passed."""
+    code, err = _main(capsys, "plot", DATA / "3L.csv", "--out", tmp_path / "fig", *flags)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not (tmp_path / "fig").exists()
