@@ -233,8 +233,8 @@ def format_row(row: Row) -> str:
     """One line of the table (``-`` where a ratio was not measured)."""
     r = asdict(row)
 
-    def f(key, fmt):
-        return "-" if r[key] is None else format(r[key], fmt)
+    def f(key, fmt):  # fmt: the column's alignment and width first (">8.1f"): "-" keeps its place
+        return format("-", fmt.split(".")[0]) if r[key] is None else format(r[key], fmt)
 
     return (
         f"{row.n:>7d} {row.d:>3d} {row.dtype:>8s} {row.workers:>7d} {row.s_iter:>9.4f} {row.ref_pps:>9.3g} "
@@ -313,8 +313,10 @@ def user_call(n: int = 7200, d: int = 6, workers: int = 2, lam: float = 0.1, rep
     cluster of ``workers`` single-threaded processes exactly as a user calls
     it (validation, scatter, the iteration, fetching the result; the cluster
     already running and warm), and ``cdf_ts(X, method="dense", max_iter=1)``
-    (one iteration of the oracle, validation included) in this process; the
-    best of ``repeat`` each.  ``step_s`` is the engine iteration alone on
+    (one iteration of the oracle, validation included) in this process: the
+    best of ``repeat`` for the tiled call and its step, of ``max(1, repeat // 2)``
+    for the slower oracle (fewer runs can only make ``dense_s``, and so
+    ``x_dense``, larger).  ``step_s`` is the engine iteration alone on
     already scattered points, so ``call_s - step_s`` is the per-call overhead.
     """
     from distributed import Client

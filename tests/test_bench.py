@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -225,6 +226,21 @@ def test_a_printed_row_shows_each_figure_in_its_own_column():
     for name, value in vars(row).items():
         shown = printed[name]
         assert (shown == value) if isinstance(value, str) else float(shown) == pytest.approx(value, rel=1e-2)
+
+
+@pytest.mark.parametrize("measured", [True, False], ids=["all-ratios", "no-ratios"])
+def test_every_figure_of_a_printed_row_ends_under_the_end_of_its_header(measured):
+    """Found by a mutation audit (2026-12-07): an unmeasured ratio printed as a bare ``-``, not padded to
+    its column, so every figure after it on the line sat under the header before its own (the n = 1e5
+    rows of docs/BENCHMARKS.md showed ``x_gemm`` under ``x_oracle``); a split on whitespace still found
+    them all, so no test saw it.  Each field of a row ends where its header ends, measured or not."""
+    ratios = (12.5, 0.125, 1.25, 2.75) if measured else (None, 0.125, None, None)
+    row = bench.Row(100000, 6, "float64", 2, 0.25, 1.5e6, 2.5e6, 3.5e6, 0.75, 0.5, 400.0, 1.75, *ratios)
+
+    def ends(line: str) -> list[int]:
+        return [m.end() for m in re.finditer(r"\S+", line)]
+
+    assert ends(bench.format_row(row)) == ends(bench.header())
 
 
 def test_the_engine_iteration_runs_what_was_asked_and_reports_its_own_measurements(monkeypatch):
