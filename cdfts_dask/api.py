@@ -17,6 +17,7 @@ import numpy as np
 from . import _validation as v
 from . import model, oracle, paths, runner, sampling
 from .dask_client import (
+    MORE_MEMORY,
     WORKER_FOOTPRINT,
     WorkersLost,
     dask_client,
@@ -324,8 +325,7 @@ def _workers_lost_message(exc: BaseException, checkpoint) -> str:
     return (
         f"the Dask workers holding this run's data were lost ({first_line(exc)}); "
         f"{_how_to_go_on(checkpoint)} "
-        "(where the workers' logs say they exceeded their memory budget, give each more memory first: "
-        f"about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data)"
+        f"({MORE_MEMORY}: about {WORKER_FOOTPRINT // 2**20} MiB plus its share of the data)"
     )
 
 

@@ -42,11 +42,10 @@ def session_client():
     except ValueError:  # no client open
         return None
     if client.status == "connecting":
-        address = getattr(client.scheduler, "address", None) or "?"
         raise ValueError(
-            f"client: the session's default Dask client lost its scheduler at {address} and is trying to "
-            "reconnect; run again once it has, pass client= (another cluster), or close that client "
-            "(client.close()) to run on an embedded cluster"
+            f"client: the session's default Dask client lost its scheduler at {_address_of(client)} and is "
+            "trying to reconnect; run again once it has, pass client= (another cluster), or close that "
+            "client (client.close()) to run on an embedded cluster"
         )
     return client if client.status == "running" else None
 
@@ -203,24 +202,39 @@ def lost_its_scheduler(client, exc: BaseException) -> bool:
     return client.status != "running"
 
 
-def what_was_lost(client, exc: BaseException) -> str | None:
-    """What the error ``exc`` of work on ``client`` says the cluster lost: ``"scheduler"`` (the client's
-    link to it, :func:`lost_its_scheduler`), ``"workers"`` (with them data that Dask cannot recompute: a
-    future cancelled, a task that killed its workers again and again), or None (another error)."""
+def workers_lost_errors() -> tuple[type[BaseException], ...]:
+    """What Dask raises when work lost data with its workers that it cannot recompute: a future
+    cancelled (its input was scattered to, or computed on, workers that died), a task that killed its
+    workers again and again."""
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
 
+    return (FutureCancelledError, KilledWorker)
+
+
+def what_was_lost(client, exc: BaseException) -> str | None:
+    """What the error ``exc`` of work on ``client`` says the cluster lost: ``"scheduler"`` (the client's
+    link to it, :func:`lost_its_scheduler`), ``"workers"`` (:func:`workers_lost_errors`), or None
+    (another error)."""
     if lost_its_scheduler(client, exc):
         return "scheduler"
-    if isinstance(exc, (FutureCancelledError, KilledWorker)):
+    if isinstance(exc, workers_lost_errors()):
         return "workers"
     return None
 
 
+#: what an error saying that workers were lost advises where they ran out of memory
+MORE_MEMORY = "where the workers' logs say they exceeded their memory budget, give each more memory first"
+
+
 def scheduler_lost(client, exc: BaseException) -> str:
     """The start of a message saying that ``client`` lost its scheduler, with Dask's error ``exc``."""
-    address = getattr(client.scheduler, "address", None) or "?"
-    return f"lost the connection to the Dask scheduler at {address} ({first_line(exc)})"
+    return f"lost the connection to the Dask scheduler at {_address_of(client)} ({first_line(exc)})"
+
+
+def _address_of(client) -> str:
+    """The address of ``client``'s scheduler for a message, ``"?"`` where the client no longer has one."""
+    return getattr(client.scheduler, "address", None) or "?"
 
 
 def first_line(exc: BaseException) -> str:

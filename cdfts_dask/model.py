@@ -526,7 +526,7 @@ def _replay_lost_message(lost: str, exc: BaseException, client, rows: int) -> st
     again: the model and its input are unchanged.  (A worker still running a task may write into the
     output's temporary sibling after it was removed; the next write of that output removes it,
     :func:`~cdfts_dask.paths.remove_stale_temporaries`.)"""
-    from .dask_client import first_line, scheduler_lost
+    from .dask_client import MORE_MEMORY, first_line, scheduler_lost
 
     doing = f"the model's transform of {rows} points"
     if lost == "scheduler":
@@ -534,7 +534,7 @@ def _replay_lost_message(lost: str, exc: BaseException, client, rows: int) -> st
         when = ", once the scheduler is back"
     else:
         what = f"the Dask workers running {doing} were lost ({first_line(exc)})"
-        when = " (where the workers' logs say they exceeded their memory budget, give each more memory first)"
+        when = f" ({MORE_MEMORY})"
     return f"{what}; no output was written and the model is unchanged: run it again{when}"
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import model as fitted
 from . import oracle, paths, store
-from .dask_client import lost_its_scheduler
+from .dask_client import lost_its_scheduler, workers_lost_errors
 from .engine import Step, TiledEngine
 from .log import logger
 from .normalise import minmax_normalise
@@ -128,12 +128,9 @@ class TiledMethod:
 
     @property
     def lost_errors(self) -> tuple[type[BaseException], ...]:
-        """What Dask raises when a run's data went with its workers: a task whose input was
-        scattered to (or computed on) workers that died, or that killed its workers too often."""
-        from distributed import KilledWorker
-        from distributed.client import FutureCancelledError
-
-        return (FutureCancelledError, KilledWorker)
+        """What Dask raises when a run's data went with its workers
+        (:func:`~cdfts_dask.dask_client.workers_lost_errors`)."""
+        return workers_lost_errors()
 
     def lost_its_scheduler(self, exc: BaseException) -> bool:
         """Whether the lost data (``exc``) went with the client's link to its scheduler: nothing is left to

@@ -9,6 +9,8 @@ bounded by Dask's connect timeout, and says which of these went wrong.
 
 from __future__ import annotations
 
+import logging
+
 from .log import logger
 
 #: seconds a scheduler's handshake may take before the wait for the rest of the connect timeout is said
@@ -69,7 +71,8 @@ def check_scheduler(address: str, security=None) -> None:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # own event loop, even inside a running one
         try:
             answer = pool.submit(asyncio.run, bounded())
-            if timeout > WAIT_NOTICE_S and not concurrent.futures.wait([answer], WAIT_NOTICE_S).done:
+            shown = timeout > WAIT_NOTICE_S and logger.isEnabledFor(logging.INFO)  # no probe for no line
+            if shown and not concurrent.futures.wait([answer], WAIT_NOTICE_S).done:
                 logger.info(
                     "no answer yet from the Dask scheduler at %s%s; waiting up to %g s in all (Dask's "
                     "connect timeout, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT), as a scheduler may "
@@ -77,7 +80,7 @@ def check_scheduler(address: str, security=None) -> None:
                 )  # fmt: skip
             reply = answer.result()
         except TimeoutError:
-            raise ValueError(
+            raise ValueError(  # probed again: what the address meets now, not at the notice
                 f"client: the scheduler at {address!r} did not answer within {timeout:g} s"
                 f"{_why_unreachable(host_port)} (set DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT to "
                 "wait longer)"
