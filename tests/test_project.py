@@ -52,6 +52,26 @@ def test_the_package_imports_its_heavy_dependencies_on_first_use():
         cdfts_dask.nope  # noqa: B018
 
 
+@pytest.mark.slow
+def test_a_hung_test_ends_the_run_with_its_stacks_under_the_projects_timeout(tmp_path):
+    """pyproject's pytest ``timeout`` (pytest-timeout, method "thread"): a test stuck where SIGALRM would
+    only move the wait (a pool's result, then its join on the way out) ends the run, naming the test and
+    the line it waits on, instead of hanging until CI's limit.  The limit is lowered to 2 s here."""
+    (tmp_path / "test_hangs.py").write_text(
+        "import concurrent.futures, threading\n"
+        "def test_waits_forever():\n"
+        "    never = threading.Event()\n"
+        "    with concurrent.futures.ThreadPoolExecutor(1) as pool:\n"
+        "        pool.submit(never.wait).result()  # the wait\n"
+    )
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "timeout=2",
+               "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path), "test_hangs.py"]
+    res = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, env=cli_env())
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out
+    assert "Timeout" in out and "test_waits_forever" in out and "# the wait" in out, out
+
+
 def _gpu_figures(tmp_path, *stages, kit=None, python=sys.executable, **env):
     """``bash docs/scripts/gpu_figures.sh STAGES`` in the repository, its logs under tmp_path/figures, no kit
     unless ``kit`` (a folder), PYTHON ``python``, and ``env`` on top of the command line's environment."""
