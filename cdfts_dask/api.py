@@ -143,7 +143,10 @@ def checked_run_paths(X, checkpoint, output=None, model=None, resume=None) -> tu
     directory write where the user meant), and checked against the input X, the ``model`` store a
     fitted run is replayed from, and each other before any work (:func:`paths.check_run_paths`: none
     may be, or lie inside, another; the input may lie in the model, both only read; a store holding a
-    run is refused unless ``resume``)."""
+    run is refused unless ``resume``).  A URL given for any of them is refused first
+    (:func:`paths.refuse_url`)."""
+    paths.refuse_url(X, "X")
+    paths.refuse_url(model, "model")
     checkpoint = None if checkpoint is None else paths.absolute(checkpoint, "checkpoint")
     output = checked_output(output)
     paths.check_run_paths(paths.input_files(X), output=output, checkpoint=checkpoint, model=model,

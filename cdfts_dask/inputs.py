@@ -11,14 +11,18 @@ import numpy as np
 
 from ._validation import check_points
 from .csv_input import CSV_SUFFIXES, csv_layout, label_index, read_csv_table, warn_label_like_columns
+from .paths import refuse_url
 
 
 def is_path(obj) -> bool:
     return isinstance(obj, (str, os.PathLike))
 
 
-def _check_readable(path: Path, name: str) -> None:
-    """A regular file or a folder that exists and can be read (a device or FIFO would block or never end)."""
+def _check_readable(path, name: str) -> None:
+    """A regular file or a folder that exists and can be read (a device or FIFO would block or never end);
+    not a URL (:func:`~cdfts_dask.paths.refuse_url`: as a path it would be missing)."""
+    refuse_url(path, name)
+    path = Path(path)
     if not path.exists():
         raise ValueError(f"{name}: file not found: {str(path)!r}")
     if not path.is_file() and not path.is_dir():
@@ -44,9 +48,8 @@ def _check_input_type(path: Path, name: str) -> None:
 def check_input_file(path, name: str = "input") -> None:
     """What can be said of an input path before reading it: it exists, can be read, and is named as a
     type that is read (:data:`INPUT_SUFFIXES`, or a folder)."""
-    path = Path(path)
     _check_readable(path, name)
-    _check_input_type(path, name)
+    _check_input_type(Path(path), name)
 
 
 def is_csv_path(X) -> bool:
@@ -101,7 +104,7 @@ def open_zarr_array(path, name: str = "input"):
     """Open ``path`` read-only as a ``zarr.Array`` (not reading its data), or raise naming the problem."""
     import zarr
 
-    _check_readable(Path(path), name)
+    _check_readable(path, name)
     try:
         node = zarr.open(str(path), mode="r")
     except Exception as exc:

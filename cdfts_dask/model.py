@@ -67,7 +67,7 @@ from ._validation import (
 from .engine import DEVICES, device_module, plan
 from .log import say_started
 from .normalise import apply_range, column_span
-from .paths import root_metadata_lost, zarr_node_type
+from .paths import refuse_url, root_metadata_lost, zarr_node_type
 from .row_lookup import NOT_FOUND, RowIndex
 
 #: the device of the model's own arrays (host NumPy, kept in the fit's dtype by its ``prepare``)
@@ -300,6 +300,7 @@ def load(path, n_iter: int | None = None) -> CDFTSModel:
     """
     import zarr
 
+    refuse_url(path, "model")
     path = str(path)
     if not os.path.exists(path):
         raise ValueError(f"model: {path!r} is not a cdfts-dask run store (nothing there)")

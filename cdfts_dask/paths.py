@@ -201,17 +201,47 @@ def _remove(entry: Path) -> None:
         entry.unlink(missing_ok=True)
 
 
+#: ``scheme://`` opening a text: a URL (``s3://``, ``gs://``, ``https://``, ``file://``), not a path
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def refuse_url(path, name: str) -> None:
+    """Refuse ``path`` when it is a URL and no local folder ``<scheme>:`` makes it a relative path, naming
+    ``name`` and saying what to do.  Read as a path, ``s3://bucket/x.zarr`` was ``./s3:/bucket/x.zarr``:
+    ``file not found``, or a folder to write in that does not exist.  Paths here name files on a file
+    system this machine and the workers share; object storage is read through a dask array the caller
+    opens (``dask.array.from_zarr(url)``, read chunk-wise by the workers), and an output or checkpoint
+    is replaced by a rename (:func:`replaced_atomically`), which object stores do not have."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    match = _URL_SCHEME.match(text) if isinstance(text, str) else None
+    if match is None or os.path.lexists(match[1] + ":"):
+        return
+    if match[1].lower() == "file":
+        from urllib.parse import unquote, urlsplit
+
+        local = unquote(urlsplit(text).path)
+        raise ValueError(f"{name}: {text!r} is a file:// URL: give its path, {local!r}")
+    raise ValueError(
+        f"{name}: {text!r} is a URL; cdfts-dask takes paths on a file system this machine and the Dask "
+        "workers share (an input in object storage: pass a dask array opened from it, in Python, e.g. "
+        "cdf_ts(dask.array.from_zarr(url)), read chunk-wise by the workers; outputs, checkpoints and "
+        "models: a shared file system, as each is completed by a rename, which object stores lack)"
+    )
+
+
 def absolute(path, name: str = "path") -> str:
     """``path`` made absolute on this machine, and nothing else: no ``..`` dropped as text (the OS
     follows a link before a ``..``: ``lnk/../x`` is ``x`` beside the link's target, which
     ``os.path.abspath`` made ``x`` beside the link), no link resolved (a worker on another node resolves
     the path as its own file system says, as the user's path would be there).  Anything but a text path
-    (``str`` or ``os.PathLike`` of ``str``, not empty) is refused with an error naming ``name``."""
+    (``str`` or ``os.PathLike`` of ``str``, not empty; no URL: :func:`refuse_url`) is refused with an
+    error naming ``name``."""
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a path (a str or os.PathLike), got {path!r}")
     if not text:
         raise ValueError(f"{name} must be a path, got the empty string")
+    refuse_url(text, name)
     return os.path.join(os.getcwd(), text)  # an absolute text stays as it is
 
 

@@ -1010,3 +1010,82 @@ def test_the_estimator_refuses_a_categorical_column_as_cdf_ts_does():
     for fit in (cdfts_dask.cdf_ts, lambda X: cdfts_dask.CDFTS().fit(X)):
         with pytest.raises(TypeError, match=r"^X column 'b' must be numeric, got dtype category"):
             fit(frame)
+
+
+def _url_refused(argument: str, url: str) -> str:
+    """The refusal of ``url`` given as ``argument``, as a pattern."""
+    return (rf"{argument}: '{re.escape(url)}' is a URL; cdfts-dask takes paths on a file system this machine "
+            "and the Dask workers share")  # fmt: skip
+
+
+# found by a new-user audit, 2026-12-07: each was read as ./s3:/..., "file not found" or a missing folder
+URL_API = {
+    "input-zarr": (lambda X: cdfts_dask.cdf_ts("s3://b/x.zarr"), _url_refused("X", "s3://b/x.zarr")),
+    "input-csv": (lambda X: cdfts_dask.cdf_ts("gs://b/x.csv", method="dense"), _url_refused("X", "gs://b/x.csv")),
+    "output": (lambda X: cdfts_dask.cdf_ts(X, output="s3://b/o.zarr"), _url_refused("output", "s3://b/o.zarr")),
+    "checkpoint": (
+        lambda X: cdfts_dask.cdf_ts(X, checkpoint="s3://b/c.zarr"), _url_refused("checkpoint", "s3://b/c.zarr")
+    ),
+    "fit-input": (lambda X: cdfts_dask.CDFTS().fit("https://h/x.npy"), _url_refused("X", "https://h/x.npy")),
+    "transform-output": (
+        lambda X: cdfts_dask.CDFTS(method="dense", max_iter=1).fit(X).transform(X, output="s3://b/o.npy"),
+        _url_refused("output", "s3://b/o.npy"),
+    ),
+    "model": (lambda X: cdfts_dask.model.load("s3://b/m.zarr"), _url_refused("model", "s3://b/m.zarr")),
+    "file-url": (
+        lambda X: cdfts_dask.cdf_ts(X, checkpoint="file:///tmp/a%20b/c.zarr"),
+        r"checkpoint: 'file:///tmp/a%20b/c.zarr' is a file:// URL: give its path, '/tmp/a b/c.zarr'$",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(URL_API))
+def test_a_url_is_refused_naming_the_argument_before_any_work(tmp_path, monkeypatch, case):
+    """A URL where a path goes is refused as a URL (not as a missing ``./s3:/...``), naming the argument,
+    before any work: nothing is written, no cluster starts (the embedded one would take seconds)."""
+    monkeypatch.chdir(tmp_path)
+    call, pattern = URL_API[case]
+    with pytest.raises(ValueError, match=f"^{pattern}"):
+        call(FIVE)
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["transform", "s3://b/x.csv", "o.csv"], "transform: error: " + _url_refused("input", "s3://b/x.csv")),
+        (["transform", "IN", "s3://b/o.csv"], "transform: error: " + _url_refused("output", "s3://b/o.csv")),
+        (["transform", "IN", "o.csv", "--checkpoint", "gs://b/c.zarr"],
+         "transform: error: " + _url_refused("--checkpoint", "gs://b/c.zarr")),
+        (["transform", "file:///x/in.csv", "o.csv"],
+         r"transform: error: input: 'file:///x/in.csv' is a file:// URL: give its path, '/x/in.csv'$"),
+        (["apply", "s3://b/m.zarr", "IN", "o.csv"], "apply: error: " + _url_refused("model", "s3://b/m.zarr")),
+        (["apply", "m.zarr", "https://h/x.csv", "o.csv"],
+         "apply: error: " + _url_refused("input", "https://h/x.csv")),
+        (["plot", "IN", "--out", "s3://b/figs"], "plot: error: " + _url_refused("--out", "s3://b/figs")),
+        (["evaluate", "--data", "s3://b/x.csv", "--out", "res"],
+         "evaluate: error: " + _url_refused("--data", "s3://b/x.csv")),
+    ],  # fmt: skip
+    ids=["transform-input", "transform-output", "transform-checkpoint", "transform-file-url", "apply-model",
+         "apply-input", "plot-out", "evaluate-data"],  # fmt: skip
+)
+def test_a_url_on_the_command_line_is_one_line_naming_the_option(tmp_path, monkeypatch, capsys, argv,
+                                                                 pattern):
+    """The command line's paths likewise: exit 2, one line, nothing made (``plot --out s3://b/figs`` made
+    the folders ``./s3:/b/figs``)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text("a,b\n0,0\n1,0\n0,1\n1,1\n")
+    argv = [str(tmp_path / "in.csv") if a == "IN" else a for a in argv]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.match(rf"cdfts {pattern}", err[0]), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_a_local_folder_named_like_a_scheme_is_a_path(tmp_path, monkeypatch):
+    """``s3://b/x.npy`` where a folder ``s3:`` exists here is that folder's file, read as any path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s3:" / "b").mkdir(parents=True)
+    np.save(tmp_path / "s3:" / "b" / "x.npy", FIVE)
+    got = cdfts_dask.cdf_ts("s3://b/x.npy", method="dense", max_iter=2)
+    np.testing.assert_array_equal(got, cdfts_dask.cdf_ts(FIVE, method="dense", max_iter=2))

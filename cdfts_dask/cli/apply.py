@@ -10,7 +10,7 @@ from ..csv_blocks import CSV_ON_WORKERS_BYTES, is_large_csv
 from ..inputs import read_table
 from ..log import logger, verbosity
 from ..outputs import check_writable, label_name, output_format
-from ..paths import check_run_paths
+from ..paths import check_run_paths, refuse_url
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 from .transform import add_label_arguments, check_no_label_column, large_csv_input
 
@@ -52,6 +52,8 @@ def run(args) -> int:
 
 def _run(args) -> int:
     check_cluster_arguments(args)  # before the input decides whether workers are used
+    for name in ("model", "input", "output"):
+        refuse_url(getattr(args, name), name)
     output_format(args.output)
     check_writable(args.output)
     fitted = model.load(args.model)  # first: a MODEL that is no completed run store is named as such

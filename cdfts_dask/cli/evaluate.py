@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..paths import replaced_atomically
+from ..paths import refuse_url, replaced_atomically
 from .options import HelpFormatter, add_cluster_arguments, check_cluster_arguments, dask_quiet
 
 
@@ -106,6 +106,9 @@ def build_tasks(args) -> list:
     for option in ("max_n", "max_n_anomaly"):
         if getattr(args, option) < 2:
             raise ValueError(f"--{option.replace('_', '-')} must be at least 2, got {getattr(args, option)}")
+    named_paths = [("--datasets", args.datasets), ("--out", args.out)] + [("--data", f) for f in args.data]
+    for option, path in named_paths:
+        refuse_url(path, option)
     # absolute paths: the workers open them again, maybe in another working directory
     specs = shared_specs(Path(args.datasets).resolve()) if args.datasets else []
     specs += [DatasetSpec(Path(f).stem, args.task, str(Path(f).resolve()), args.label) for f in args.data]

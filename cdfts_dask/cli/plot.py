@@ -36,7 +36,10 @@ def run(args) -> int:
 
     from ..evaluation import plots
     from ..evaluation.datasets import load_labelled
+    from ..paths import refuse_url
 
+    refuse_url(args.input, "input")
+    refuse_url(args.out, "--out")
     if not 0 < args.lam < 1:
         raise ValueError(f"--lam must be in (0, 1), got {args.lam}")
     if not 0 < args.eps < float("inf"):  # a radius on the normalised points (0, nan: every std nan, exit 0)
