@@ -133,3 +133,88 @@ def float32_misordered() -> tuple[np.ndarray, np.ndarray]:
     near = [[0.7359548807144165, 0.7739490270614624, 0.8453652858734131],
             [0.7845550179481506, 0.7629048228263855, 0.8160845637321472]]  # fmt: skip
     return np.array([centre, *far], dtype=np.float32), np.array([centre, *near], dtype=np.float32)
+
+
+def float32_sq(a: np.ndarray, b: np.ndarray) -> np.float32:
+    """The float32 ``sq`` of two float32 points as the kernels sum it: column by column, each difference,
+    square and partial sum rounded to float32 (no FMA)."""
+    v = np.float32(0)
+    for x, y in zip(a, b, strict=True):
+        diff = np.float32(x - y)
+        v = np.float32(v + np.float32(diff * diff))
+    return v
+
+
+def float32_worst_rounded_pair(d: int, direction: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(a, b, err)``: two float32 points whose float32 ``sq`` (:func:`float32_sq`) is far below
+    (``direction="down"``) or above (``"up"``) their float64 ``sq`` e: ``err = |v - e| / e`` in units of
+    2^-24, close to the bound ``(d + 3)`` of ``plan.float32_sq_tolerance`` (about d + 1.6 at d = 8).
+
+    Built column by column, greedily: of 20,000 random columns (a coordinate in [1/8, 4) against one a
+    little below 0, so that the difference rounds, or against one in [0, that scale)), keep the one
+    whose float32 partial sum is farthest off the float64 one in the wanted direction.
+    """
+    rng = np.random.default_rng(seed)
+    sign = 1.0 if direction == "down" else -1.0
+    candidates = 20_000
+    xs, ys = [], []
+    v, e = np.float32(0), 0.0
+    for _ in range(d):
+        scale = 2.0 ** rng.integers(-3, 2, candidates)
+        x = (rng.uniform(1, 2, candidates) * scale).astype(np.float32)
+        small = -rng.uniform(1, 2, candidates) * scale * 2.0 ** -rng.integers(20, 27, candidates)
+        y = np.where(rng.random(candidates) < 0.3, rng.uniform(0, 1, candidates) * scale, small)
+        y = y.astype(np.float32)
+        diff = (x - y).astype(np.float32)
+        v_new = (v + (diff * diff).astype(np.float32)).astype(np.float32)
+        e_new = e + (x.astype(np.float64) - y.astype(np.float64)) ** 2
+        best = int(np.argmax(sign * (e_new - v_new) / e_new))
+        xs.append(x[best])
+        ys.append(y[best])
+        v, e = v_new[best], float(e_new[best])
+    a, b = np.array(xs, dtype=np.float32), np.array(ys, dtype=np.float32)
+    e = float(((a.astype(np.float64) - b.astype(np.float64)) ** 2).sum())
+    return a, b, sign * (e - float(float32_sq(a, b))) / e / 2.0**-24
+
+
+def float32_subnormal_rounding_cases() -> list[tuple[str, np.ndarray, float, str, int | None]]:
+    """``(name, X, lam, estimator, k)``: float32 points whose float32 ``sq`` is subnormal and rounded *up*,
+    to up to twice the float64 ``sq``: it says "farther" where the float64 ``sq`` says "nearer" by far
+    more than the float32 tolerance.
+
+    * epsilon, d = 4, lam at the pair's s (the pair just inside): 0 and (a, a, a, a) with
+      ``a^2 = 0.52 * 2^-149``: each square rounds up to 2^-149, so the float32 ``sq`` is 4 * 2^-149
+      where the float64 one is 2.08 * 2^-149, above the band
+      ``T (1 + g)`` rounded to float32; the pair is inside only if the below-floor band reaches up to
+      ``plan.exact_below``;
+    * k-NN, k = 1, d = 2: 0 and two points (b, b) (listed first) and (a, a) with ``b^2 = 0.7 * 2^-149``:
+      their float32 ``sq`` from 0 are both 2 * 2^-149, their float64 ones 1.4 and 1.04 * 2^-149; a
+      pre-filter trusted below ``plan.FLOAT32_SQ_FLOOR`` takes the first's float64 ``sq`` times
+      ``1 + g`` (rounded to float32 on CUDA: 2^-149) as proof that the second is farther, and skips
+      the nearer point.
+    """
+    from cdfts_dask import oracle
+
+    a = np.float32(np.sqrt(0.52) * 2.0**-74.5)
+    squares = np.array([[0] * 4, [a] * 4, [1] * 4], dtype=np.float32)
+    lam = float(oracle.neighbourhood(squares.astype(np.float64), 0.5)[0][0, 1])
+    b = np.float32(np.sqrt(0.7) * 2.0**-74.5)
+    return [
+        ("epsilon-d4-subnormal-squares", squares, lam, "epsilon", None),
+        ("knn-subnormal-nearest-second",
+         np.array([[b, b], [0, 0], [a, a], [1, 1], [0.5, 0.5]], dtype=np.float32), 0.1, "knn", 1),
+    ]  # fmt: skip
+
+
+def float32_worst_rounded_case(d: int, side: str) -> tuple[np.ndarray, float, float]:
+    """``(X, lam, err)``: the pair of :func:`float32_worst_rounded_pair` (seeded by d) and a third point
+    far from both (the diameter), as float32 points, with lam just below the pair's s (``side="outside"``:
+    its float32 ``sq`` rounded down, below the threshold) or at it (``"inside"``: rounded up, above it).
+    ``err`` is the pair's float32 error in units of 2^-24."""
+    from cdfts_dask import oracle
+
+    a, b, err = float32_worst_rounded_pair(d, "down" if side == "outside" else "up", seed=d)
+    X = np.stack([a, b, a + np.float32(64)])
+    s, _ = oracle.neighbourhood(X.astype(np.float64), 0.5)
+    lam = float(np.nextafter(s[0, 1], 0)) if side == "outside" else float(s[0, 1])
+    return X, lam, err

@@ -24,7 +24,9 @@ from points import (
     blobs,
     bodies_step,
     float32_misordered,
+    float32_subnormal_rounding_cases,
     float32_underflow_cases,
+    float32_worst_rounded_case,
     ill_conditioned_rho_cases,
     normalised,
     rounded32,
@@ -35,6 +37,7 @@ from cdfts_dask.bench import data
 from cdfts_dask.engine import TiledEngine, cpu, cuda_kernels, graph, plan
 
 UNDERFLOW = float32_underflow_cases()
+SUBNORMAL = float32_subnormal_rounding_cases()
 ILL_CONDITIONED = ill_conditioned_rho_cases()
 
 
@@ -467,6 +470,30 @@ def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda
     """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts and shift)."""
     ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
     m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=2)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-6
+
+
+@simulated_cuda
+@pytest.mark.parametrize("side", ["outside", "inside"])
+@pytest.mark.parametrize("d", [1, 16])
+def test_simulated_step_decides_the_worst_rounded_pairs_in_float64(cuda, d, side):
+    """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts and shift)."""
+    X32, lam, _ = float32_worst_rounded_case(d, side)
+    ref = oracle.cdf_ts_step(X32.astype(np.float64), lam, "epsilon", None)
+    m, counts, Xn, _ = bodies_step(cuda, X32, lam, "epsilon", None, dtype="float32", parts=1)
+    assert m == ref.m
+    np.testing.assert_array_equal(counts, ref.counts)
+    assert np.abs(Xn - ref.X).max() <= 1e-6
+
+
+@simulated_cuda
+@pytest.mark.parametrize("name,X,lam,estimator,k", SUBNORMAL, ids=[case[0] for case in SUBNORMAL])
+def test_simulated_float32_subnormal_sq_rounded_up_is_decided_in_float64(cuda, name, X, lam, estimator, k):
+    """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts, k-th radii, shift)."""
+    ref = oracle.cdf_ts_step(X.astype(np.float64), lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=1)
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= 1e-6

@@ -18,15 +18,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from points import awkward, blobs, bodies_step, float32_underflow_cases, normalised, rounded32
+from points import (
+    awkward,
+    blobs,
+    bodies_step,
+    float32_sq,
+    float32_subnormal_rounding_cases,
+    float32_underflow_cases,
+    float32_worst_rounded_case,
+    normalised,
+    rounded32,
+)
 
 from cdfts_dask import cdf_ts, oracle
-from cdfts_dask.engine import cpu, plan
+from cdfts_dask.engine import cpu
 
 ONE_STEP_TOL = 1e-6
 RUN_TOL = 1e-5
 
 UNDERFLOW = float32_underflow_cases()
+SUBNORMAL = float32_subnormal_rounding_cases()
 
 
 @pytest.mark.parametrize("n", [2, 17, 400])
@@ -134,25 +145,37 @@ def test_a_float32_run_on_a_dask_array_says_float32(client):
     assert cdf_ts(X, max_iter=1, dtype="float32", client=client, tile_size=32).dtype == np.float32
 
 
-def test_float32_count_decides_a_pair_whose_float32_sq_is_ulps_off_in_float64():
-    """d = 16: the pair's float32 ``sq`` (summed column by column in float32, as the kernels sum it) is
-    about 3 float32 ulps below its float64 ``sq``; lam is put just below the pair's s, so the pair is
-    outside while its float32 ``sq`` lies below the threshold: only a guard band wider than the float32
-    error (``plan.float32_sq_tolerance``) sends it to the float64 test.  Counts equal the oracle's on the
-    float32 points."""
-    rng = np.random.default_rng(1327)
-    a, b = rng.random(16).astype(np.float32), rng.random(16).astype(np.float32)
-    X32 = np.stack([a, b, a - np.float32(1)])
-    X = X32.astype(np.float64)
-    v = np.float32(0)
-    for j in range(16):
-        diff = a[j] - b[j]
-        v = np.float32(v + diff * diff)
-    e = float(((X[0] - X[1]) ** 2).sum())
-    assert e - float(v) > 2 * float(np.spacing(np.float32(e)))
-    s, _ = oracle.neighbourhood(X, 0.5)
-    lam = float(np.nextafter(s[0, 1], 0))  # the pair is just outside
-    expected = oracle.neighbourhood(X, lam)[1].counts
-    assert expected.tolist() == [1, 1, 1]
-    T = plan.count_threshold(plan.diameter(cpu.diameter_part(X32, 0, 1)), lam)
-    np.testing.assert_array_equal(cpu.counts_part(X32, 0, 1, T), expected)
+@pytest.mark.parametrize("side", ["outside", "inside"])
+@pytest.mark.parametrize("d", [1, 3, 8, 16])
+def test_float32_step_decides_the_worst_rounded_pairs_in_float64(d, side):
+    """A pair whose float32 ``sq`` is off its float64 ``sq`` by more than a quarter of the guard band
+    ``g = 2 (d + 4) 2^-24`` (about d + 1.5 units of 2^-24 against the bound's d + 3; built greedily,
+    column by column): with lam just below its s, the pair is outside while its float32 ``sq`` lies
+    below the threshold; with lam at its s, inside while its float32 ``sq`` lies above.  Only a band as
+    wide as the float32 error sends it to the float64 test (a band 8 times narrower, or one without its
+    upper half, misjudged 4 of these 8 cases or more).  Counts equal the oracle's on the float32 points."""
+    X32, lam, err = float32_worst_rounded_case(d, side)
+    assert err > (d + 4) / 2  # the case under test: more than g / 4 off
+    ref = oracle.cdf_ts_step(X32.astype(np.float64), lam, "epsilon", None)
+    assert ref.counts.tolist() == ([1, 1, 1] if side == "outside" else [2, 2, 1])
+    m, counts, Xn, _ = bodies_step(cpu, X32, lam, "epsilon", None, dtype="float32", parts=1)
+    assert m == ref.m
+    np.testing.assert_array_equal(counts, ref.counts)
+    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+
+
+@pytest.mark.parametrize("name,X,lam,estimator,k", SUBNORMAL, ids=[case[0] for case in SUBNORMAL])
+def test_float32_subnormal_sq_rounded_up_is_decided_in_float64(name, X, lam, estimator, k):
+    """Pairs whose float32 ``sq`` is subnormal and rounded up, to nearly twice the float64 ``sq``
+    (``points.float32_subnormal_rounding_cases``): inside the neighbourhood only when the below-floor
+    band reaches up to ``plan.exact_below``, and the nearest neighbour only when the k-NN pre-filter is
+    not trusted below ``plan.FLOAT32_SQ_FLOOR``.  Counts and radii equal the oracle's."""
+    X64 = X.astype(np.float64)
+    e = ((X64[1] - X64[[0, 2]]) ** 2).sum(axis=1)
+    v = np.array([float32_sq(X[1], X[0]), float32_sq(X[1], X[2])], dtype=np.float64)
+    assert (v > 1.8 * e).any() and (e > 0).all()  # the case under test: a float32 sq nearly twice the float64
+    ref = oracle.cdf_ts_step(X64, lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cpu, X, lam, estimator, k, dtype="float32", parts=1)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
