@@ -376,6 +376,41 @@ def test_gpu_high_dimensions_equal_oracle(dtype, d, estimator, k):
     assert np.abs(Xn - ref.X).max() <= (1e-9 if dtype == "float64" else 1e-6)
 
 
+def _worst_rounded(d: int, side: str):
+    X32, lam, _ = float32_worst_rounded_case(d, side)
+    return X32, lam, "epsilon", None
+
+
+#: the simulator's float32 edge cases, each made when its test runs: (X, lam, estimator, k)
+FLOAT32_EDGE_CASES = [
+    *(pytest.param(lambda case=case: case[1:], id=case[0]) for case in UNDERFLOW + SUBNORMAL),
+    *(
+        pytest.param(lambda d=d, side=side: _worst_rounded(d, side), id=f"worst-rounded-d{d}-{side}")
+        for d in (1, 3, 8, 16)
+        for side in ("outside", "inside")
+    ),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("make_case", FLOAT32_EDGE_CASES)
+def test_gpu_float32_edge_cases_are_decided_in_float64(make_case):
+    """The float32 cases the simulator runs (squared distances that underflow, subnormal ones rounded up to
+    twice the float64 value, the worst-rounded pairs at d = 1, 3, 8, 16 on either side of lam) on a real
+    GPU, whose compiler may fuse the squared-distance sums into multiply-adds (rounded once, not twice):
+    the guard band must hold there too, so counts and radii equal the float64 oracle's on the float32
+    points."""
+    _cupy()
+    from cdfts_dask.engine import cuda
+
+    X, lam, estimator, k = make_case()
+    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=1)
+    assert m == ref.m
+    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
+    assert np.abs(Xn - ref.X).max() <= 1e-6
+
+
 @pytest.mark.gpu
 def test_gpu_run_resumes_on_the_device_and_its_model_transforms_there(tmp_path):
     """A run checkpointed from the GPU resumes on it; a sampled fit on the GPU (both estimators) transforms
