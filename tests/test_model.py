@@ -629,6 +629,7 @@ def _edit(store, node: str, edit) -> None:
 ATTRIBUTE_EDITS = {
     "iteration-m-times-1.5": ("iterations/00002", lambda a: a.update(m=a["m"] * 1.5)),
     "iteration-lo-minus-0.1": ("iterations/00001", lambda a: a.update(lo=[v - 0.1 for v in a["lo"]])),
+    "last-iteration-hi-plus-0.1": ("iterations/00003", lambda a: a.update(hi=[v + 0.1 for v in a["hi"]])),
     "input-hi-plus-1": ("iterations/00000", lambda a: a.update(hi=[v + 1 for v in a["hi"]])),
     "iteration-m-removed": ("iterations/00002", lambda a: a.pop("m")),
     "counts-checksum-removed": ("iterations/00001", lambda a: a["digests"].pop("counts")),
