@@ -454,6 +454,20 @@ def test_every_entry_point_applies_a_model_to_in_memory_input_here_for_every_out
     assert dict(out.attrs) == {"model_iterations": 2}
 
 
+def test_labels_with_a_chunked_input_and_a_zarr_output_are_said_not_written(tmp_path, client):
+    """A Zarr output holds the points only: labels given with a chunked (dask) input, as ``cdfts apply``
+    gives a large CSV's --label column, are said not written, as for in-memory input, and the points are
+    the model's (a mutation audit: the workers' Zarr path could have taken them without a word)."""
+    X, new = blobs(120, 2), blobs(40, 2, seed=3)
+    est = CDFTS(lam=0.15, max_iter=2).fit(X)
+    said = r"a \.zarr output holds the transformed points only; the label column is not written"
+    with pytest.warns(UserWarning, match=said):
+        out = fitted.apply(est.model_, da.from_array(new, chunks=(16, 2)), tmp_path / "o.zarr", client=client,
+                           labels=np.arange(40))  # fmt: skip
+    assert isinstance(out, zarr.Array) and out.read_only
+    np.testing.assert_array_equal(out[...], est.transform(new))
+
+
 def test_a_lazy_transform_is_chunked_alike_with_and_without_an_output(tmp_path):
     """Regression (a review of model.apply): with an ``output`` the result was chunked like the input's
     columns too (one chunk per column here), without one as the lazy result (all columns in one)."""
