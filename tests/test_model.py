@@ -190,6 +190,31 @@ def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
 
 
 @simulated_cuda
+def test_a_cuda_transform_without_a_client_starts_the_gpu_cluster(tmp_path, monkeypatch):
+    """``backend="cuda"`` and no client: a chunked transform's embedded cluster is dask-cuda's
+    ``LocalCUDACluster`` (one worker per GPU), as a fit's is (a mutation audit: a CPU ``LocalCluster``
+    there passed the tests).  dask-cuda is replaced by a recorder here (no GPU); the simulated replay
+    equals the CPU one to rounding."""
+    import sys
+    import types
+
+    from distributed import LocalCluster
+
+    started = []
+
+    def recording_cluster(**kwargs):
+        started.append(kwargs)
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
+    X, new = blobs(60, 2), blobs(20, 2, seed=3)
+    est = CDFTS(lam=0.15, max_iter=2).fit(X)
+    out = fitted.apply(est.model_, da.from_array(new, chunks=(8, 2)), tmp_path / "o.zarr", backend="cuda")
+    assert len(started) == 1
+    assert np.abs(out[...] - est.transform(new)).max() <= 1e-12
+
+
+@simulated_cuda
 @pytest.mark.slow
 def test_cuda_replay_chunked_on_workers_and_in_this_process(client, cuda_tiles_of_16, monkeypatch):
     """A dask array on the workers (one task per row chunk), a NumPy array in chunks in this process: both
@@ -369,6 +394,7 @@ def test_zarr_path_to_zarr_chunkwise_on_workers(syn_model, tmp_path, client):
     finally:
         est.set_params(client=None)
     assert isinstance(out, zarr.Array) and out.chunks == (256, 2)
+    assert dict(out.attrs) == {"model_iterations": est.model_.n_iter}  # as written here (a mutation audit)
     assert np.array_equal(out[...], est.transform(X))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.zarr", "out.zarr"]  # no partial left behind
     for writes_over_its_input in (lambda: est.transform(str(src), output=src),
