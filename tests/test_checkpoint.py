@@ -808,6 +808,23 @@ def test_the_same_values_in_another_shape_are_other_input(tmp_path, points):
         cdf_ts(reshaped, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
 
 
+def test_a_resume_of_a_store_that_converged_at_its_last_iteration_runs_nothing(tmp_path, points, caplog):
+    """A run that converged (Delta <= delta at its last stored iteration), resumed with the same delta and a
+    larger max_iter: nothing runs and that iteration is returned, as a fresh run would (a mutation audit:
+    taking "stops at the last stored iteration" for "go on" ran one iteration more, with no word)."""
+    store = tmp_path / "run.zarr"
+    X1, first = cdf_ts(points, lam=0.2, max_iter=30, delta=0.01, method="dense", checkpoint=store,
+                       return_info=True)  # fmt: skip
+    assert first.converged and first.n_iter < 30
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=60, delta=0.01, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    stop = first.n_iter
+    assert f"{store} already holds iteration {stop}, where this run stops: nothing to run" in caplog.messages
+    assert info.converged and info.n_iter == stop and info.deltas == first.deltas
+    assert np.array_equal(Y, X1) and Checkpoint(store).completed == stop
+
+
 def test_a_resume_with_nothing_to_run_still_discards_a_half_written_iteration(tmp_path, points):
     """Iterations beyond ``completed`` are half-written and discarded on every resume, the one right after
     ``completed`` included, also when the store already holds where the run stops (nothing is computed

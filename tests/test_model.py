@@ -672,6 +672,12 @@ ATTRIBUTE_EDITS = {
     "last-iteration-hi-plus-0.1": ("iterations/00003", lambda a: a.update(hi=[v + 0.1 for v in a["hi"]])),
     "input-hi-plus-1": ("iterations/00000", lambda a: a.update(hi=[v + 1 for v in a["hi"]])),
     "iteration-m-removed": ("iterations/00002", lambda a: a.pop("m")),
+    "iteration-m-times-1.5-and-its-checksum-removed": (
+        "iterations/00002", lambda a: (a.update(m=a["m"] * 1.5), a.pop("attributes_digest"))
+    ),
+    "root-lam-0.3-and-its-checksum-removed": (
+        "root", lambda a: (a["params"].update(lam=0.3), a.pop("attributes_digest"))
+    ),
     "counts-checksum-removed": ("iterations/00001", lambda a: a["digests"].pop("counts")),
     "lam-0.3": ("root", lambda a: a["params"].update(lam=0.3)),
     "dtype-int8": ("root", lambda a: a["params"].update(dtype="int8")),
