@@ -825,6 +825,27 @@ def test_a_resume_of_a_store_that_converged_at_its_last_iteration_runs_nothing(t
     assert np.array_equal(Y, X1) and Checkpoint(store).completed == stop
 
 
+def test_an_iteration_written_twice_keeps_one_delta_per_iteration(tmp_path, points):
+    """The save task of iteration t run again (Dask retries a task whose worker was lost after it wrote,
+    before it reported) leaves the store as one write did: one Delta per iteration, a resume that stops
+    where a fresh run does (a mutation audit: appending to the stored Deltas instead of to those of
+    1..t-1 passed the tests, and a later resume read its stopping point from shifted Deltas)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store)
+    ckpt = Checkpoint(store)
+    deltas = ckpt.deltas
+    stored = ckpt.iteration_attrs(3)
+    attrs = {key: stored[key] for key in ("delta", "m", "lo", "hi", "seconds")}
+    counts = zarr.open_group(str(store), mode="r")["iterations/00003/counts"][...]
+    ckpt.write_iteration(3, ckpt.positions(3), {"counts": counts}, attrs)  # the retried save task
+    assert Checkpoint(store).deltas == deltas and Checkpoint(store).completed == 3
+    fresh = cdf_ts_dense(points, lam=0.2, max_iter=6, delta=1e-12)
+    Y, info = cdf_ts(points, lam=0.2, max_iter=6, delta=1e-12, method="dense", checkpoint=store, resume=True,
+                     return_info=True)  # fmt: skip
+    assert info.deltas == pytest.approx(fresh.deltas, abs=1e-12) and Checkpoint(store).deltas == info.deltas
+    assert np.abs(Y - fresh.X).max() <= 1e-9
+
+
 def test_a_resume_with_nothing_to_run_still_discards_a_half_written_iteration(tmp_path, points):
     """Iterations beyond ``completed`` are half-written and discarded on every resume, the one right after
     ``completed`` included, also when the store already holds where the run stops (nothing is computed
