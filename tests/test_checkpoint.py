@@ -204,6 +204,27 @@ def test_damaged_last_iteration_falls_back_to_the_previous_intact_one(tmp_path, 
     assert Checkpoint(store).verify(2) is None  # redone and intact again
 
 
+@pytest.mark.parametrize("estimator,k,stats", [("epsilon", None, "counts"), ("knn", 5, "radius")])
+def test_a_lost_chunk_of_the_last_iterations_statistics_is_damage_too(tmp_path, points, estimator, k, stats):
+    """The counts (k-NN: radii) of the last iteration are what its model replays with: a deleted chunk of
+    them, read back as zeros, makes the store no model, and a resume redoes that iteration (a mutation
+    audit: checking X's checksum alone passed the tests; a resume needs X only, so it went on, and the
+    store stayed a wrong model)."""
+    store = tmp_path / "run.zarr"
+    kw = dict(lam=0.2, delta=1e-12, estimator=estimator, k=k, method="dense", checkpoint=store)
+    cdf_ts(points, max_iter=2, **kw)
+    chunk = store / "iterations" / "00002" / stats / "c" / "0"
+    assert chunk.is_file(), sorted(p.name for p in chunk.parent.iterdir())
+    chunk.unlink()  # read back as Zarr's fill value (zeros)
+    with pytest.raises(ValueError, match=rf"damaged: iterations/00002/{stats} does not match its checksum"):
+        load(store)
+    with pytest.warns(CheckpointWarning, match=rf"iterations/00002/{stats} .*resuming from iteration 1"):
+        Y = cdf_ts(points, max_iter=3, resume=True, **kw)
+    ref = cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12, estimator=estimator, k=k)
+    assert np.abs(Y - ref.X).max() <= 1e-9
+    assert load(store).n_iter == 3
+
+
 @pytest.mark.parametrize("damaged", ["00001/zarr.json", "00002/X/zarr.json", "00002/counts/zarr.json"])
 def test_a_garbled_zarr_json_of_an_iteration_is_damage_that_falls_back(tmp_path, points, damaged, capsys):
     """Found by a kill/resume audit (2026-12-06): an iteration whose zarr.json (its own or an array's)
