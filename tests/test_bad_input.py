@@ -450,6 +450,22 @@ def test_a_label_that_could_mean_two_columns_is_refused(tmp_path, capsys, case):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("label", ["3", "-4", 3, "17"], ids=["3", "-4", "int-3", "17"])
+def test_a_label_index_beyond_the_columns_is_refused(tmp_path, capsys, label):
+    """A ``--label`` index one past the last column (or one before the first, from the end) is refused, not
+    wrapped round to column 0 (a mutation audit: ``idx <= ncols`` passed every test; no test gave an
+    index out of range)."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_text("".join(f"{i}.5,{i}.25,{i % 2}\n" for i in range(20)))
+    pattern = rf"label column index {int(label)} out of range for input with 3 columns$"
+    with pytest.raises(ValueError, match=pattern):
+        read_table(src, label_column=label)
+    assert read_table(src, label_column=-3)[1].tolist() == [f"{i}.5" for i in range(20)]  # from the end
+    code = cli_main(["transform", str(src), str(out), "--label", str(label), "--quiet", "--max-iter", "1"])
+    assert_one_line_error(code, capsys.readouterr().err, pattern)
+    assert not out.exists()
+
+
 def test_a_label_index_that_is_also_its_own_columns_name_is_taken(tmp_path):
     src = tmp_path / "in.csv"
     src.write_text("a,b,2\n" + "".join(f"{i}.5,{i}.25,g{i % 2}\n" for i in range(20)))

@@ -536,12 +536,14 @@ def test_lone_carriage_return_line_breaks_read_as_newlines(tmp_path, monkeypatch
             read(mixed)
 
 
+@pytest.mark.parametrize("signs", ["after commas", "after blanks and line breaks"])
 @pytest.mark.parametrize("reader", ["eager", "block-wise"])
-def test_numbers_with_a_plus_sign_and_spaces_read_exactly(tmp_path, monkeypatch, reader):
+def test_numbers_with_a_plus_sign_and_spaces_read_exactly(tmp_path, monkeypatch, reader, signs):
     """Regression: pandas' C parser read a number with a ``+`` sign and a space or tab in its cell
     (``%+g``-style, or ``"%r, %+r"``) one ulp off in about one cell of ten: 0.9504636963259352 for
     ``+0.9504636963259353 ``.  Both readers now give every cell's correctly rounded float, as for any
-    other file, and still name a bad cell."""
+    other file, and still name a bad cell; also where no ``+`` follows a comma (a mutation audit: a
+    sign after a blank or a line break alone went unseen, and the test had commas before signs)."""
     from cdfts_dask import csv_blocks
     from cdfts_dask.inputs import read_table
     from cdfts_dask.lazy import lazy_input as lazy
@@ -552,7 +554,10 @@ def test_numbers_with_a_plus_sign_and_spaces_read_exactly(tmp_path, monkeypatch,
     rng = np.random.default_rng(5)
     X = rng.random((300, 2)) * 10.0 ** rng.integers(-3, 4, (300, 2))
     path = tmp_path / "signed.csv"
-    lines = [f"{x!r}, +{y!r}" if i % 2 else f" +{x!r}\t,+{y!r} " for i, (x, y) in enumerate(X.tolist())]
+    if signs == "after commas":
+        lines = [f"{x!r}, +{y!r}" if i % 2 else f" +{x!r}\t,+{y!r} " for i, (x, y) in enumerate(X.tolist())]
+    else:
+        lines = [f"{x!r}, +{y!r}" if i % 2 else f"+{x!r} ,\t+{y!r}" for i, (x, y) in enumerate(X.tolist())]
     path.write_text("a,b\n" + "\n".join(lines) + "\n")
 
     def read():
@@ -602,6 +607,9 @@ def test_boolean_words_are_refused_as_text_by_both_readers(tmp_path, monkeypatch
     block = [f"{words[i % 4]},{y!r}" for i, (_, y) in enumerate(X.tolist()[:30])]
     with pytest.raises(TypeError, match=r"non-numeric value 'True' at row 1, column 1 of"):
         read("a,b\n" + "\n".join(block + rows[30:]) + "\n")  # a column's first blocks all words
+    only_false = [f"{('false', 'FALSE')[i % 2]},{y!r}" for i, (_, y) in enumerate(X.tolist())]
+    with pytest.raises(TypeError, match=r"non-numeric value 'false' at row 1, column 1 of"):
+        read("a,b\n" + "\n".join(only_false) + "\n")  # no "true" anywhere (a mutation audit)
     onehot = (X[:, 0] > 0.5).astype(int)  # a feature of 0s and 1s beside the words: parsed again as text
     lines = [f"{r},{onehot[i]},{words[i % 4]}" for i, r in enumerate(rows)]
     got, labels = read("a,b,c,flag\n" + "\n".join(lines) + "\n", "flag")
