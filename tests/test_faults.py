@@ -909,7 +909,6 @@ def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(t
     monkeypatch.undo()
     if suffix == ".zarr":
         return
-    out.chmod(0o600)
     modes = []
 
     def recording(write):
@@ -921,9 +920,15 @@ def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(t
 
     monkeypatch.setattr(outputs.np, "save", recording(np.save))
     monkeypatch.setattr(outputs.csv, "writer", recording(outputs.csv.writer))
-    assert cli_main(args) == 0
-    assert modes == [0o600]  # the temporary, as it is written
-    assert out.read_bytes() != b"keep" and stat.S_IMODE(out.stat().st_mode) == 0o600
+    # 0600 private; 0640 other than the temporary's creation mode (a mutation audit: without setting the
+    # bits of the file replaced, 0600 still passed, and a group-readable output became private)
+    for kept in (0o600, 0o640):
+        out.write_text("keep")
+        out.chmod(kept)
+        modes.clear()
+        assert cli_main(args) == 0
+        assert modes == [kept]  # the temporary, as it is written
+        assert out.read_bytes() != b"keep" and stat.S_IMODE(out.stat().st_mode) == kept
 
 
 def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
