@@ -621,6 +621,21 @@ def test_store_killed_right_after_creation_starts_again(tmp_path, points, left, 
     assert Checkpoint(store).completed == 2
 
 
+def test_an_input_inside_a_store_that_committed_nothing_is_refused_and_kept(tmp_path, points):
+    """A store killed before it committed an iteration is replaced whole by the next run (it holds nothing
+    of a run); an input file put inside it is refused as inside the checkpoint, and kept, never deleted
+    with the store (a mutation audit: without the "contains" half of the path clash, the run removed
+    the folder and the input in it, exit 0)."""
+    store = tmp_path / "run.zarr"
+    group = zarr.open_group(str(store), mode="w")
+    group.attrs.update({"format": "cdfts-dask", "format_version": 3, "completed": -1})
+    src = store / "in.npy"
+    np.save(src, points)
+    with pytest.raises(ValueError, match=r"checkpoint .* contains the input .*; refusing to overwrite it"):
+        cdf_ts(str(src), lam=0.2, max_iter=1, method="dense", checkpoint=store)
+    assert np.array_equal(np.load(src), points)
+
+
 def test_a_resume_reads_its_own_store_while_another_runs_result_is_held(tmp_path, client):
     """Regression: the task reading a stored iteration had the key of ``(path, t)`` alone.  While a
     result of an earlier run at that path was still held (a resume with nothing to run returns a dask
