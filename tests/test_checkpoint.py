@@ -621,6 +621,22 @@ def test_store_killed_right_after_creation_starts_again(tmp_path, points, left, 
     assert Checkpoint(store).completed == 2
 
 
+def test_a_store_killed_in_its_first_iteration_is_a_run_kept_without_resume(tmp_path, points):
+    """A store that committed iteration 0 only (its run killed during iteration 1) holds a run: without
+    resume it is refused and kept, as any other, and with resume it goes on (a mutation audit: taking
+    ``completed <= 0`` for "committed nothing" let a run without resume replace it, exit 0)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=1, delta=1e-12, method="dense", checkpoint=store)
+    shutil.rmtree(store / "iterations" / "00001")  # as if killed before iteration 1 was committed
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), completed=0, deltas=[], status="running")
+    other = points[::-1].copy()
+    with pytest.raises(FileExistsError, match=r"already exists; pass resume=True"):
+        cdf_ts(other, lam=0.2, max_iter=1, method="dense", checkpoint=store)
+    assert Checkpoint(store).completed == 0
+    Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    assert np.abs(Y - cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X).max() <= 1e-9
+
+
 def test_an_input_inside_a_store_that_committed_nothing_is_refused_and_kept(tmp_path, points):
     """A store killed before it committed an iteration is replaced whole by the next run (it holds nothing
     of a run); an input file put inside it is refused as inside the checkpoint, and kept, never deleted
