@@ -931,6 +931,19 @@ def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(t
         assert out.read_bytes() != b"keep" and stat.S_IMODE(out.stat().st_mode) == kept
 
 
+def test_a_zarr_output_over_a_dangling_symbolic_link_replaces_the_link(tmp_path):
+    """A ``.zarr`` output whose path is a symbolic link to nothing (its target removed) is written, the link
+    replaced by the array as a file output's is (a mutation audit: renaming the folder onto the link, as
+    onto a path that does not exist, failed with 'Not a directory' after the whole run)."""
+    out = tmp_path / "out.zarr"
+    out.symlink_to(tmp_path / "gone")
+    X = np.random.default_rng(4).random((40, 2))
+    written = cdfts_dask.cdf_ts(X, max_iter=2, method="dense", output=out)
+    assert not out.is_symlink() and not (tmp_path / "gone").exists()
+    np.testing.assert_array_equal(written[...], oracle.cdf_ts_dense(X, max_iter=2).X)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]  # no temporary left
+
+
 def test_output_symlink_to_a_directory_is_refused_before_work(tmp_path, capsys, monkeypatch):
     """Regression: refused only after the whole computation."""
     target = tmp_path / "somewhere"
