@@ -675,6 +675,18 @@ def test_values_near_float_overflow(method, client):
     assert Y.max(axis=0).tolist() == [1.0, 1.0]  # spread preserved, not collapsed to 0 or NaN
 
 
+def test_a_column_beside_one_whose_range_overflows_is_normalised_as_alone():
+    """Only the columns whose range overflows float64 are normalised in halved units: a column of
+    subnormal values beside one (halving them is not exact) keeps the plain formula's positions, 0, 0.5
+    and 1 (a mutation audit: halving every column passed the tests, giving 0, 0 and 1 here)."""
+    from cdfts_dask.normalise import minmax_normalise
+
+    X = np.array([[1e308, 0.0], [-1e308, 5e-324], [0.0, 1e-323]])
+    Z, lo, hi = minmax_normalise(X)
+    assert Z[:, 1].tolist() == [0.0, 0.5, 1.0] and Z[:, 0].tolist() == [1.0, 0.0, 0.5]
+    np.testing.assert_array_equal(Z[:, 1], minmax_normalise(X[:, 1:])[0][:, 0])
+
+
 @pytest.mark.parametrize("method", ["dense", "tiled"])
 @pytest.mark.parametrize("estimator", ["epsilon", "knn"])
 def test_all_points_identical_give_zeros(method, estimator, client):
