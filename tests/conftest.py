@@ -120,3 +120,24 @@ def assert_tiled_equals_oracle(X, client, tile_size, estimator="epsilon", k=None
     )  # fmt: skip
     assert np.abs(out - ref.X).max() <= 1e-9
     assert np.allclose(info.deltas, ref.deltas, rtol=0, atol=1e-9)
+
+
+@pytest.fixture
+def recorded_cuda_clusters(monkeypatch) -> list[dict]:
+    """dask-cuda replaced by a recorder (no GPU here): each ``LocalCUDACluster(**kwargs)`` started appends
+    its kwargs, and whether SIGINT was blocked as it started, and gets a one-worker in-process
+    ``LocalCluster`` (the simulated CUDA kernels run there)."""
+    import signal
+    import types
+
+    from distributed import LocalCluster
+
+    started: list[dict] = []
+
+    def recording_cluster(**kwargs):
+        blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        started.append({**kwargs, "sigint_blocked": blocked})
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
+    return started

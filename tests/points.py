@@ -62,19 +62,23 @@ def bodies_step(dev, X, lam, estimator="epsilon", k=None, dtype="float64", parts
     return m, stats, dev.to_host(Z), total / (n * d)
 
 
-def assert_step_is_the_oracles(dev, X, estimator, k, dtype, lam=0.1) -> None:
-    """One iteration of normalised X (float32: rounded first) through ``dev``'s bodies equals the
-    oracle's on the same points: the diameter and the radii bit for bit, positions within 1e-6 (float32)
-    or 1e-9 (float64)."""
+def assert_bodies_step_is_the_oracles(dev, X, lam, estimator, k, dtype, parts=2):
+    """One iteration of X as given through ``dev``'s bodies equals the oracle's on the same points (in
+    float32: X rounded to float32): the diameter and the counts or radii bit for bit, positions within
+    1e-6 (float32) or 1e-9 (float64).  Returns the oracle's step."""
     from cdfts_dask import oracle
 
-    X = normalised(X)
-    X = rounded32(X) if dtype == "float32" else X
-    ref = oracle.cdf_ts_step(X, lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(dev, X, lam, estimator, k, dtype=dtype, parts=2)
+    ref = oracle.cdf_ts_step(rounded32(X) if dtype == "float32" else X, lam, estimator, k)
+    m, stats, Xn, _ = bodies_step(dev, X, lam, estimator, k, dtype=dtype, parts=parts)
     assert m == ref.m
     np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
     assert np.abs(Xn - ref.X).max() <= (1e-6 if dtype == "float32" else 1e-9)
+    return ref
+
+
+def assert_step_is_the_oracles(dev, X, estimator, k, dtype, lam=0.1) -> None:
+    """:func:`assert_bodies_step_is_the_oracles` on X normalised."""
+    assert_bodies_step_is_the_oracles(dev, normalised(X), lam, estimator, k, dtype)
 
 
 def float32_underflow_cases() -> list[tuple[str, np.ndarray, float, str, int | None]]:

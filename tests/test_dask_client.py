@@ -333,21 +333,12 @@ def test_the_embedded_cluster_is_refused_where_it_cannot_start(X, where, sampled
                 pool.apply(run, (X,))
 
 
-def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
+def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, recorded_cuda_clusters):
     """``backend="cuda"`` without a client: dask-cuda's ``LocalCUDACluster`` gets the embedded cluster's
     settings (local host, quiet logs) and its workers are started with SIGINT blocked, so Ctrl-C reaches
     only this process, which closes the cluster.  dask-cuda is replaced by a recorder here (no GPU)."""
     import signal
-    import sys
-    import types
 
-    seen: dict = {}
-
-    def recording_cluster(**kwargs):
-        seen.update(kwargs, sigint_blocked=signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))
-        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
-
-    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
     # Python's own handler to start from: a suite started in the background (``cmd &``) inherits SIGINT
     # ignored, and the check below would then fail whatever the code does
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -357,6 +348,7 @@ def test_the_embedded_gpu_cluster_is_started_as_the_cpu_one(X, monkeypatch):
     finally:
         signal.signal(signal.SIGINT, inherited)
     assert out.shape == (40, 3)
+    (seen,) = recorded_cuda_clusters
     assert seen["sigint_blocked"]  # the workers it starts inherit the block
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # lifted afterwards
     assert seen["n_workers"] is None and seen["host"] == "127.0.0.1" and seen["silence_logs"] == 40

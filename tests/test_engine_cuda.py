@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from conftest import simulated_cuda, slow_unless
 from points import (
+    assert_bodies_step_is_the_oracles,
     assert_step_is_the_oracles,
     awkward,
     blobs,
@@ -404,11 +405,7 @@ def test_gpu_float32_edge_cases_are_decided_in_float64(make_case):
     from cdfts_dask.engine import cuda
 
     X, lam, estimator, k = make_case()
-    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=1)
-    assert m == ref.m
-    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
-    assert np.abs(Xn - ref.X).max() <= 1e-6
+    assert_bodies_step_is_the_oracles(cuda, X, lam, estimator, k, "float32", parts=1)
 
 
 @pytest.mark.gpu
@@ -503,11 +500,7 @@ def test_simulated_tiles_smaller_than_blocks_equal_oracle(cuda, monkeypatch, dty
 @pytest.mark.parametrize("name,X,lam,estimator,k", UNDERFLOW, ids=[case[0] for case in UNDERFLOW])
 def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda, name, X, lam, estimator, k):
     """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts and shift)."""
-    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=2)
-    assert m == ref.m
-    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
-    assert np.abs(Xn - ref.X).max() <= 1e-6
+    assert_bodies_step_is_the_oracles(cuda, X, lam, estimator, k, "float32", parts=2)
 
 
 @simulated_cuda
@@ -516,22 +509,14 @@ def test_simulated_float32_pairs_whose_sq_underflows_are_decided_in_float64(cuda
 def test_simulated_step_decides_the_worst_rounded_pairs_in_float64(cuda, d, side):
     """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts and shift)."""
     X32, lam, _ = float32_worst_rounded_case(d, side)
-    ref = oracle.cdf_ts_step(X32.astype(np.float64), lam, "epsilon", None)
-    m, counts, Xn, _ = bodies_step(cuda, X32, lam, "epsilon", None, dtype="float32", parts=1)
-    assert m == ref.m
-    np.testing.assert_array_equal(counts, ref.counts)
-    assert np.abs(Xn - ref.X).max() <= 1e-6
+    assert_bodies_step_is_the_oracles(cuda, X32, lam, "epsilon", None, "float32", parts=1)
 
 
 @simulated_cuda
 @pytest.mark.parametrize("name,X,lam,estimator,k", SUBNORMAL, ids=[case[0] for case in SUBNORMAL])
 def test_simulated_float32_subnormal_sq_rounded_up_is_decided_in_float64(cuda, name, X, lam, estimator, k):
     """As ``test_float32.py``'s test of the same name, for the CUDA kernels (counts, k-th radii, shift)."""
-    ref = oracle.cdf_ts_step(X.astype(np.float64), lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(cuda, X, lam, estimator, k, dtype="float32", parts=1)
-    assert m == ref.m
-    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
-    assert np.abs(Xn - ref.X).max() <= 1e-6
+    assert_bodies_step_is_the_oracles(cuda, X, lam, estimator, k, "float32", parts=1)
 
 
 @simulated_cuda

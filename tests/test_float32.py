@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from points import (
+    assert_bodies_step_is_the_oracles,
     awkward,
     blobs,
     bodies_step,
@@ -70,11 +71,7 @@ def test_float32_pairs_whose_sq_underflows_are_decided_in_float64(name, X, lam, 
     membership (a guard band rounded to 0 counted a pair outside the neighbourhood in: counts [2 2 1 1]
     for [1 1 1 1]) and rho (1, as for a point and itself, off by 0.06 in the positions); both are now
     taken from the float64 ``sq``, as the oracle on the rounded points does."""
-    ref = oracle.cdf_ts_step(rounded32(X), lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(cpu, X, lam, estimator, k, dtype="float32", parts=2)
-    assert m == ref.m
-    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
-    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+    assert_bodies_step_is_the_oracles(cpu, X, lam, estimator, k, "float32", parts=2)
 
 
 @pytest.mark.parametrize("estimator,k", [("epsilon", None), ("knn", 10)])
@@ -156,12 +153,8 @@ def test_float32_step_decides_the_worst_rounded_pairs_in_float64(d, side):
     upper half, misjudged 4 of these 8 cases or more).  Counts equal the oracle's on the float32 points."""
     X32, lam, err = float32_worst_rounded_case(d, side)
     assert err > (d + 4) / 2  # the case under test: more than g / 4 off
-    ref = oracle.cdf_ts_step(X32.astype(np.float64), lam, "epsilon", None)
+    ref = assert_bodies_step_is_the_oracles(cpu, X32, lam, "epsilon", None, "float32", parts=1)
     assert ref.counts.tolist() == ([1, 1, 1] if side == "outside" else [2, 2, 1])
-    m, counts, Xn, _ = bodies_step(cpu, X32, lam, "epsilon", None, dtype="float32", parts=1)
-    assert m == ref.m
-    np.testing.assert_array_equal(counts, ref.counts)
-    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
 
 
 @pytest.mark.parametrize("name,X,lam,estimator,k", SUBNORMAL, ids=[case[0] for case in SUBNORMAL])
@@ -174,8 +167,4 @@ def test_float32_subnormal_sq_rounded_up_is_decided_in_float64(name, X, lam, est
     e = ((X64[1] - X64[[0, 2]]) ** 2).sum(axis=1)
     v = np.array([float32_sq(X[1], X[0]), float32_sq(X[1], X[2])], dtype=np.float64)
     assert (v > 1.8 * e).any() and (e > 0).all()  # the case under test: a float32 sq nearly twice the float64
-    ref = oracle.cdf_ts_step(X64, lam, estimator, k)
-    m, stats, Xn, _ = bodies_step(cpu, X, lam, estimator, k, dtype="float32", parts=1)
-    assert m == ref.m
-    np.testing.assert_array_equal(stats, ref.counts if estimator == "epsilon" else ref.radius)
-    assert np.abs(Xn - ref.X).max() <= ONE_STEP_TOL
+    assert_bodies_step_is_the_oracles(cpu, X, lam, estimator, k, "float32", parts=1)

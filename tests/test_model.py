@@ -190,27 +190,15 @@ def test_cuda_float32_fit_replays_in_float32(client, cuda_tiles_of_16):
 
 
 @simulated_cuda
-def test_a_cuda_transform_without_a_client_starts_the_gpu_cluster(tmp_path, monkeypatch):
+def test_a_cuda_transform_without_a_client_starts_the_gpu_cluster(tmp_path, recorded_cuda_clusters):
     """``backend="cuda"`` and no client: a chunked transform's embedded cluster is dask-cuda's
     ``LocalCUDACluster`` (one worker per GPU), as a fit's is (a mutation audit: a CPU ``LocalCluster``
     there passed the tests).  dask-cuda is replaced by a recorder here (no GPU); the simulated replay
     equals the CPU one to rounding."""
-    import sys
-    import types
-
-    from distributed import LocalCluster
-
-    started = []
-
-    def recording_cluster(**kwargs):
-        started.append(kwargs)
-        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
-
-    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=recording_cluster))
     X, new = blobs(60, 2), blobs(20, 2, seed=3)
     est = CDFTS(lam=0.15, max_iter=2).fit(X)
     out = fitted.apply(est.model_, da.from_array(new, chunks=(8, 2)), tmp_path / "o.zarr", backend="cuda")
-    assert len(started) == 1
+    assert len(recorded_cuda_clusters) == 1
     assert np.abs(out[...] - est.transform(new)).max() <= 1e-12
 
 
