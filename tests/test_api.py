@@ -107,10 +107,38 @@ def test_sklearn_clone_and_pipeline(X, expected):
 
 
 def test_progress_callback(X):
+    """One report per iteration: its number, Delta (the run's), seconds, n, and the pair evaluations per
+    second it counts, 2 n^2 per iteration (a reference and a shift pass; found by a mutation audit,
+    2026-12-07: n^2 passed), infinite for a zero duration."""
+    from cdfts_dask.runner import IterationReport
+
+    reports = []
+    _, info = cdf_ts(X, lam=0.2, delta=1e-12, max_iter=3, method="dense", progress=reports.append,
+                     return_info=True)  # fmt: skip
+    assert [r.iteration for r in reports] == [1, 2, 3]
+    assert [r.delta for r in reports] == info.deltas and all(r.n == len(X) for r in reports)
+    assert all(r.seconds > 0 and r.pairs_per_second == 2 * len(X) ** 2 / r.seconds for r in reports)
+    assert IterationReport(1, 0.5, 2.0, 1000).pairs_per_second == 1e6
+    assert IterationReport(1, 0.5, 0.0, 1000).pairs_per_second == float("inf")
+
+
+def test_each_progress_report_times_its_own_iteration(X, monkeypatch):
+    """A report's seconds are its iteration's, not the run's so far (found by a mutation audit,
+    2026-12-07: timing from the run's start passed).  Under a clock that advances one second per reading,
+    and is read once before and once after each iteration's step, every iteration took one second."""
+    from cdfts_dask import runner
+
+    class OneSecondPerReading:
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            self.now += 1.0
+            return self.now
+
+    monkeypatch.setattr(runner, "time", OneSecondPerReading())
     reports = []
     cdf_ts(X, lam=0.2, delta=1e-12, max_iter=3, method="dense", progress=reports.append)
-    assert [r.iteration for r in reports] == [1, 2, 3]
-    assert all(r.seconds >= 0 and r.pairs_per_second > 0 for r in reports)
+    assert [(r.iteration, r.seconds) for r in reports] == [(1, 1.0), (2, 1.0), (3, 1.0)]
 
 
 @pytest.mark.parametrize(
