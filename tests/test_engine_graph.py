@@ -320,6 +320,17 @@ def test_a_broadcast_that_a_leaving_worker_broke_is_made_again(client, monkeypat
     assert len(calls) == 1
 
 
+def test_each_run_broadcasts_equal_points_under_a_key_of_its_own(client):
+    """Equal points put twice (two runs of one input on one client) are two futures of two keys: a run
+    never takes over its input's key from an earlier run that may still be releasing it (found by a
+    mutation audit, 2026-12-07: keys hashed from the content passed every test)."""
+    X = np.random.default_rng(22).random((40, 2))
+    engine = TiledEngine(client)
+    first, second = engine.put(X), engine.put(X.copy())
+    assert first.key != second.key
+    np.testing.assert_array_equal(first.result(), second.result())
+
+
 def test_the_diameter_is_the_largest_of_every_parts_maximum(monkeypatch):
     """The diameter split into parts (one per worker thread, here from n = 1 on) whose maxima meet in a
     tree of fan-in 2: m is the maximum of every part's, the middle one's included.  The points trap the

@@ -110,6 +110,10 @@ def test_tiled_start_line_and_progress_bar(X, client, caplog, capsys):
     assert "iteration 1: " in err and "iteration 2: " in err and "task" in err  # a tqdm bar per iteration
     with pytest.raises(TypeError, match="progress must be True, False, None or a callable, got 'bar'"):
         cdf_ts(X, progress="bar")
+    # a callable receives the reports and draws no bar (found by a mutation audit, 2026-12-07)
+    reports = []
+    cdf_ts(X, lam=0.2, max_iter=2, delta=1e-12, method="tiled", client=client, progress=reports.append)
+    assert [r.iteration for r in reports] == [1, 2] and "task" not in capsys.readouterr().err
 
 
 class _InProcessClient:

@@ -656,6 +656,20 @@ def test_nan_or_inf_anywhere_in_a_zarr_input_is_refused(tmp_path, client, row, c
         cdfts_dask.cdf_ts(path, method="tiled", client=client)
 
 
+def test_nan_in_blocks_of_columns_is_named_at_its_first_row_and_its_global_column(client):
+    """Found by a mutation audit (2026-12-07): no test chunked an input's columns.  Blocks of 30 rows by
+    2 columns, NaN at row 40, column 3 (the second column block) and at row 50, column 0: the first is
+    row 40 (not the first by column, nor column 1 of its block), on the tiled and the dense path."""
+    import dask.array as da
+
+    X = np.random.default_rng(17).random((90, 4))
+    X[40, 3] = X[50, 0] = np.nan
+    message = r"contains NaN or inf \(first at row 40, column 3: nan\)"
+    for engine in (dict(method="tiled", client=client), dict(method="dense")):
+        with pytest.raises(ValueError, match=message):
+            cdfts_dask.cdf_ts(da.from_array(X, chunks=(30, 2)), **engine)
+
+
 def test_a_dask_output_is_written_whole_zarr_chunks_per_task(tmp_path, client, monkeypatch):
     """Found by a mutation audit (2026-12-06): the tasks that write a dask array output write with no lock,
     so each must write whole Zarr chunks (two tasks writing parts of one chunk at once lose one's rows).

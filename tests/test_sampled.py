@@ -93,6 +93,10 @@ def test_dask_and_zarr_inputs_draw_the_same_rows(syn, tmp_path, client):
     out = cdf_ts(str(src), lam=0.1, delta=0.01, n_references=200, random_state=3, client=client,
                  output=tmp_path / "out.zarr")  # fmt: skip
     assert isinstance(out, zarr.Array) and np.array_equal(out[...], lazy.compute())
+    # without an output a Zarr path gives NumPy, as the exact fit does; only a dask array gives a dask array
+    # (found by a mutation audit, 2026-12-07: every lazy input answered lazily passed)
+    plain = cdf_ts(str(src), lam=0.1, delta=0.01, n_references=200, random_state=3, client=client)
+    assert isinstance(lazy, da.Array) and isinstance(plain, np.ndarray) and np.array_equal(plain, out[...])
 
 
 def test_estimator_with_references(syn):
@@ -229,8 +233,10 @@ def test_a_sampled_resume_names_what_differs_from_the_stored_draw(syn, tmp_path)
     said = r"sampled fit \(n_references=80\) without an integer random_state: the store .* cannot be resumed"
     with pytest.warns(UserWarning, match=said):
         cdf_ts(X, max_iter=1, **dict(kw, random_state=None, checkpoint=unseeded))  # said when it is made
-    with pytest.raises(StoreMismatch, match=r"without an integer random_state.*\(--random-state\)"):
-        cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))
+    with warnings.catch_warnings():  # refused, and not told that the store it refuses "will be" made
+        warnings.simplefilter("error", UserWarning)  # (found by a mutation audit, 2026-12-07)
+        with pytest.raises(StoreMismatch, match=r"without an integer random_state.*\(--random-state\)"):
+            cdf_ts(X, max_iter=2, resume=True, **dict(kw, random_state=None, checkpoint=unseeded))
     with pytest.warns(UserWarning, match=said):  # resume=True on a store not made yet makes one: said too
         cdf_ts(X, max_iter=1, resume=True, **dict(kw, random_state=None, checkpoint=tmp_path / "new.zarr"))
 

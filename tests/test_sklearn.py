@@ -194,6 +194,12 @@ def test_clone_shares_the_client_and_fit_transform_returns_a_copy(small, client)
     Y = out.fit_transform(X)
     Y[:] = -1.0
     assert out.embedding_.min() >= 0
+    # nor is embedding_ the model's own outputs, which a transform of the fit points returns (found by a
+    # mutation audit, 2026-12-07: an embedding_ that was model_.outputs itself passed)
+    fit_rows = out.transform(X[:5])
+    out.embedding_[:] = -1.0
+    np.testing.assert_array_equal(out.transform(X[:5]), fit_rows)
+    assert fit_rows.min() >= 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out._repr_html_()
