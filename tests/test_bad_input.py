@@ -823,6 +823,37 @@ def test_estimator_transform_of_a_zarr_array_with_a_missing_chunk_is_said(tmp_pa
         fitted.transform(Y)
 
 
+def test_a_sharded_zarr_input_with_a_missing_shard_is_said(tmp_path):
+    """Found by a mutation audit (2026-12-07): no test had a sharded input.  Zarr counts a sharded array's
+    stored chunks (two per shard here), so a deleted shard is 2 of 8 chunks gone, said as 1 of 4 shards;
+    counted as shards without that division, 6 stored of 4 expected said nothing (rows 20-29 read as 0.0)."""
+    path = tmp_path / "sharded.zarr"
+    arr = zarr.create_array(str(path), shape=(40, 2), dtype="f8", chunks=(5, 2), shards=(10, 2))
+    arr[...] = np.random.default_rng(0).random((40, 2)) + 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every shard there: nothing said
+        cdfts_dask.cdf_ts(str(path), method="dense", max_iter=1)
+    (path / "c" / "2" / "0").unlink()
+    said = r"1 of 4 shards of the Zarr array .* are not stored, so they read as its fill value 0\.0"
+    with pytest.warns(UserWarning, match=said):
+        cdfts_dask.cdf_ts(str(path), method="dense", max_iter=1)
+
+
+def test_an_input_is_read_whatever_the_case_of_its_suffix_and_a_folder_whatever_its_name(tmp_path):
+    """Found by a mutation audit (2026-12-07): no test named an input ``.CSV`` or ``.NPY`` (the suffix check
+    is case-blind: refusing them passed), nor gave a Zarr array in a folder named like a CSV file (a folder
+    is a Zarr array whatever its name: reading it as CSV text passed)."""
+    X = np.random.default_rng(6).random((30, 2))
+    expected = cdfts_dask.cdf_ts(X, method="dense", max_iter=2)
+    np.savetxt(tmp_path / "upper.CSV", X, delimiter=",")
+    with open(tmp_path / "upper.NPY", "wb") as fh:  # np.save by name would add ".npy"
+        np.save(fh, X)
+    zarr.create_array(str(tmp_path / "folder.csv"), shape=X.shape, dtype="f8", chunks=(10, 2))[...] = X
+    for name in ("upper.CSV", "upper.NPY", "folder.csv"):
+        got = cdfts_dask.cdf_ts(str(tmp_path / name), method="dense", max_iter=2)
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+
+
 def test_complete_zarr_input_and_our_own_zero_outputs_raise_no_chunk_warning(tmp_path):
     """Outputs store every chunk (Zarr leaves out chunks of nothing but the fill value by default), so an
     output of zeros read back as an input is complete, and so is any fully written array."""
@@ -968,6 +999,31 @@ def test_a_dask_array_whose_block_is_not_its_declared_shape_is_refused(method, c
     est = cdfts_dask.CDFTS(max_iter=1).fit(X)
     with pytest.raises(ValueError, match=r"holds an array of shape \(9, 3\), not the \(10, 3\)"):
         est.transform(_lying_dask_array(X[:10], 9)).compute()
+
+
+def test_a_fit_of_a_dask_array_of_unknown_chunk_sizes_is_refused_in_one_line(client):
+    """Found by a mutation audit (2026-12-07): no test gave the fit a dask array of unknown chunk sizes
+    (its n is NaN: the engine cannot tile it); refused before any work, saying what to call."""
+    import dask.array as da
+
+    X = da.from_array(np.random.default_rng(2).random((60, 2)), chunks=(15, 2))
+    unknown = X[X[:, 0] > 0.3]
+    message = r"^X is a dask array of unknown chunk sizes \(shape \(nan, 2\), .*call its compute_chunk_sizes"
+    for engine in (dict(method="tiled", client=client), dict(method="dense")):
+        with pytest.raises(ValueError, match=message):
+            cdfts_dask.cdf_ts(unknown, **engine)
+
+
+def test_nan_in_a_row_chunk_of_a_dask_transform_is_named_at_its_row_and_column():
+    """Found by a mutation audit (2026-12-07): the check of each row chunk a model transforms (NaN / inf
+    named at its global row and column) could be removed: no test gave a lazy transform a NaN."""
+    import dask.array as da
+
+    fitted = cdfts_dask.CDFTS(max_iter=2).fit(np.random.default_rng(2).random((60, 2)))
+    Y = np.random.default_rng(3).random((50, 2))
+    Y[37, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^X contains NaN or inf \(first at row 37, column 1: nan\)$"):
+        fitted.transform(da.from_array(Y, chunks=(10, 2))).compute()
 
 
 def test_model_transform_dask_of_unknown_chunk_sizes_still_runs():
