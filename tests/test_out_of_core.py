@@ -268,6 +268,26 @@ def test_large_csv_is_parsed_block_wise_by_the_workers(tmp_path, client, small_c
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-9)
 
 
+def test_a_block_inside_one_long_line_holds_no_row_and_is_skipped(tmp_path, small_csv_threshold):
+    """A block that lies inside one line (here a header of 7000 bytes, blocks of 3000 bytes) holds no line
+    (no test had one before a mutation audit, 2026-12-07); it gets no parse task, and every row is read,
+    in order, as the eager reader reads them."""
+    from cdfts_dask import csv_blocks
+    from cdfts_dask.inputs import read_table
+
+    X = np.random.default_rng(9).random((400, 2))
+    path = tmp_path / "long_header.csv"
+    _write_csv(path, X, "x" * 7000 + ",b")
+    import dask
+
+    sizes = [len(b) for b in dask.compute(*csv_blocks._block_tasks(str(path)))]
+    assert 0 in sizes  # a block inside the header line
+    lazy = lazy_input(str(path))
+    assert lazy.array.numblocks[0] == len(sizes) - sizes.count(0)  # a parse task per block of lines
+    np.testing.assert_array_equal(lazy.load(), X)
+    np.testing.assert_array_equal(lazy.load(), read_table(path)[0])
+
+
 def test_a_large_txt_file_is_read_block_wise_as_its_csv_twin(tmp_path, small_csv_threshold):
     """``.txt`` is read as comma-separated text (:data:`~cdfts_dask.csv_input.CSV_SUFFIXES`) by the eager
     reader, so a large one is read by the workers as a large ``.csv`` is (it was read here, whole)."""
@@ -365,6 +385,14 @@ RAGGED_LARGE = {
         ["x,label"] + _numbered(400, label=True),
         "label",
         "line 2 has 3 fields, expected 2",
+    ),
+    # 60 blank lines in the first block: a later block's lines are counted from the file's lines, blank
+    # ones too, as the eager reader counts them (found by a mutation audit, 2026-12-07: counting the
+    # earlier blocks' data rows named line 1002 here)
+    "long-row-after-blank-lines": (
+        _replaced(["a,b"] + _numbered(100) + [""] * 60 + _numbered(1200)[100:], 1061, "3,4,5"),
+        None,
+        "line 1062 has 3 fields, expected 2",
     ),
 }
 
