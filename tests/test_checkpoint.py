@@ -591,6 +591,24 @@ def test_resume_with_fewer_iterations_returns_that_iteration_and_says_so(tmp_pat
     assert Checkpoint(store).completed == 8  # the later iterations are kept
 
 
+def test_resume_stops_at_max_iter_before_a_stored_iteration_that_meets_delta(tmp_path, points):
+    """A store of 8 iterations whose Delta first meets ``delta`` at iteration 8, resumed with max_iter 5:
+    iteration 5 is returned, not converged, as a fresh run returns it (found by a mutation audit,
+    2026-12-07: the first stored iteration that met delta returned past max_iter passed, a wrong result
+    with exit 0)."""
+    store = tmp_path / "run.zarr"
+    _, full = cdf_ts(points, lam=0.2, max_iter=8, delta=1e-12, method="dense", checkpoint=store,
+                     return_info=True)  # fmt: skip
+    delta = full.deltas[7]
+    assert all(d > delta for d in full.deltas[:7])  # iteration 8 is the first to meet it
+    fresh, ref = cdf_ts(points, lam=0.2, max_iter=5, delta=delta, method="dense", return_info=True)
+    with pytest.warns(CheckpointWarning, match=r"this run stops at iteration 5 \(max_iter=5\)"):
+        Y, info = cdf_ts(points, lam=0.2, max_iter=5, delta=delta, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert (info.n_iter, info.converged) == (ref.n_iter, ref.converged) == (5, False)
+    np.testing.assert_array_equal(Y, fresh)
+
+
 def test_resume_with_a_larger_delta_stops_where_a_fresh_run_would(tmp_path, points):
     store = tmp_path / "run.zarr"
     _, full = cdf_ts(points, lam=0.2, max_iter=6, delta=1e-12, method="dense", checkpoint=store,
@@ -973,6 +991,57 @@ def test_a_recovery_from_lost_workers_verifies_the_iteration_it_goes_on_from(tmp
     _damage_chunk(store, 2, "deleted")
     with pytest.raises(StoreDamaged, match=r"lost during iteration 3 .*iterations/00002/X does not match"):
         runner._recover(_Method(), points, store, 3, RuntimeError("lost"))
+
+
+def test_an_array_rewritten_in_another_dtype_with_the_same_bytes_is_damage(tmp_path, points):
+    """A checksum covers an array's dtype and shape as well as its bytes (found by a mutation audit,
+    2026-12-07: a checksum of the bytes alone passed): iteration 2's positions rewritten as int64 of the
+    same bytes (they would read as integers near 4.6e18) are damage, and the resume falls back to 1."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    it2 = zarr.open_group(str(store), mode="a")["iterations/00002"]
+    X = it2["X"][...]
+    as_int = it2.create_array("X", shape=X.shape, dtype="i8", chunks=it2["X"].chunks, overwrite=True)
+    as_int[...] = X.view("i8")
+    damage = "iterations/00002/X does not match its checksum (a chunk is missing or changed)"
+    assert Checkpoint(store).verify(2) == damage
+    with pytest.warns(CheckpointWarning, match="resuming from iteration 1"):
+        Y = cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store, resume=True)
+    np.testing.assert_array_equal(Y, cdf_ts_dense(points, lam=0.2, max_iter=2, delta=1e-12).X)
+
+
+def test_attributes_written_back_in_another_key_order_are_intact(tmp_path, points):
+    """A node's attributes checksum is of their canonical JSON (sorted keys), so a store whose ``zarr.json``
+    files another writer re-serialised in another key order is intact: nothing falls back, nothing is
+    deleted (found by a mutation audit, 2026-12-07: a checksum of the keys in written order passed)."""
+    import json
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    for meta_file in (store / "zarr.json", store / "iterations" / "00002" / "zarr.json"):
+        meta = json.loads(meta_file.read_text())
+        meta["attributes"] = dict(reversed(list(meta["attributes"].items())))
+        meta_file.write_text(json.dumps(meta))
+    assert Checkpoint(store).verify(2) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CheckpointWarning)
+        Y, info = cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store,
+                         resume=True, return_info=True)  # fmt: skip
+    assert info.resumed_from == 2
+    expected = cdf_ts_dense(points, lam=0.2, max_iter=3, delta=1e-12).X
+    np.testing.assert_allclose(Y, expected, rtol=0, atol=1e-12)
+
+
+def test_a_store_of_another_format_of_ours_is_not_resumed(tmp_path, points):
+    """A store whose ``format`` names another cdfts-dask format (a later one: the path check takes any
+    ``cdfts-dask...`` store for a run) is refused by name, whatever version it says (found by a mutation
+    audit, 2026-12-07: the root check's exact format name unchecked passed)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
+    rewrite_attributes(zarr.open_group(str(store), mode="a"), format="cdfts-dask-next")
+    message = r"is not a cdfts-dask store of format version 3 \(format='cdfts-dask-next', format_version=3\)"
+    with pytest.raises(StoreMismatch, match=message):
+        cdf_ts(points, lam=0.2, max_iter=3, delta=1e-12, method="dense", checkpoint=store, resume=True)
 
 
 def test_an_iteration_without_the_checksum_of_its_statistics_is_damage(tmp_path, points):
