@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 from conftest import DATA, cli_env
 
+from cdfts_dask import runner
+
 SYN = DATA / "syn.csv"
 
 
@@ -136,3 +138,36 @@ def rewrite_attributes(node, drop: tuple[str, ...] = (), **changes) -> None:
 
     attrs = {key: value for key, value in {**dict(node.attrs), **changes}.items() if key not in drop}
     node.attrs.put(with_attributes_digest(attrs))
+
+
+class LostWorkers(Exception):
+    """Stands in for what Dask raises when a run's data went with its workers."""
+
+
+class DenseLosingWorkers(runner.DenseMethod):
+    """The oracle, whose step calls ``fail_calls`` (1 = the first) lose their workers' data: fault
+    injection for the runner's recovery loop (:func:`cdfts_dask.runner.run`, ``_recover``), without a
+    cluster.  Counts the recoveries' waits for workers; ``scheduler_gone``: the lost data went with the
+    client's link to its scheduler."""
+
+    lost_errors = (LostWorkers,)
+
+    def __init__(self, fail_calls=(), scheduler_gone: bool = False):
+        self.fail_calls, self.scheduler_gone = set(fail_calls), scheduler_gone
+        self.calls = self.waits = 0
+
+    def lost_its_scheduler(self, exc) -> bool:
+        return self.scheduler_gone
+
+    def await_workers(self, timeout) -> None:
+        self.waits += 1
+
+    def step(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls in self.fail_calls:
+            raise LostWorkers(f"step call {self.calls}")
+        return super().step(*args, **kwargs)
+
+    def run_on(self, X, delta: float = 1e-12, max_iter: int = 4, **kwargs) -> runner.RunResult:
+        """:func:`cdfts_dask.runner.run` of X through this method: lambda 0.2, the epsilon estimator."""
+        return runner.run(self, X, X.shape, 0.2, delta, max_iter, "epsilon", None, **kwargs)

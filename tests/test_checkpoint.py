@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import zarr
 from conftest import cli_env
-from faultkit import rewrite_attributes
+from faultkit import DenseLosingWorkers, rewrite_attributes
 
 from cdfts_dask import cdf_ts
 from cdfts_dask.model import load
@@ -977,20 +977,13 @@ def test_a_recovery_from_lost_workers_verifies_the_iteration_it_goes_on_from(tmp
     a damaged one stops the run (StoreDamaged, naming it), never a run that goes on from zeros."""
     from cdfts_dask import runner
 
-    class _Method:  # the part of a method that a recovery uses
-        def await_workers(self, timeout):
-            pass
-
-        def load_positions(self, path, t):
-            return Checkpoint(path).positions(t)
-
     store = tmp_path / "run.zarr"
     cdf_ts(points, lam=0.2, max_iter=2, delta=1e-12, method="dense", checkpoint=store)
-    t, X, deltas = runner._recover(_Method(), points, store, 3, RuntimeError("lost"))
+    t, X, deltas = runner._recover(DenseLosingWorkers(), points, store, 3, RuntimeError("lost"))
     assert (t, len(deltas)) == (3, 2) and np.array_equal(X, Checkpoint(store).positions(2))
     _damage_chunk(store, 2, "deleted")
     with pytest.raises(StoreDamaged, match=r"lost during iteration 3 .*iterations/00002/X does not match"):
-        runner._recover(_Method(), points, store, 3, RuntimeError("lost"))
+        runner._recover(DenseLosingWorkers(), points, store, 3, RuntimeError("lost"))
 
 
 def test_an_array_rewritten_in_another_dtype_with_the_same_bytes_is_damage(tmp_path, points):

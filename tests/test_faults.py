@@ -19,7 +19,16 @@ import numpy as np
 import pytest
 import zarr
 from conftest import cli_env
-from faultkit import SYN, dask_processes, kill_group, run_cli, spawn_cli, wait_for_line
+from faultkit import (
+    SYN,
+    DenseLosingWorkers,
+    LostWorkers,
+    dask_processes,
+    kill_group,
+    run_cli,
+    spawn_cli,
+    wait_for_line,
+)
 
 import cdfts_dask
 from cdfts_dask import oracle, paths, runner, store
@@ -224,34 +233,6 @@ def test_workers_lost_again_and_again_gives_up_with_one_line(tmp_path, syn_X, mo
     assert store.Checkpoint(ckpt).completed == 1  # what was saved is there to resume from
 
 
-class _LostWorkers(Exception):
-    """Stands in for what Dask raises when a run's data went with its workers."""
-
-
-class _DenseLosingWorkers(runner.DenseMethod):
-    """The oracle, whose step calls ``fail_calls`` (1 = the first) lose their workers' data: fault
-    injection for the runner's recovery loop, without a cluster.  Counts the recoveries' waits for
-    workers; ``scheduler_gone``: the lost data went with the client's link to its scheduler."""
-
-    lost_errors = (_LostWorkers,)
-
-    def __init__(self, fail_calls, scheduler_gone: bool = False):
-        self.fail_calls, self.scheduler_gone = set(fail_calls), scheduler_gone
-        self.calls = self.waits = 0
-
-    def lost_its_scheduler(self, exc) -> bool:
-        return self.scheduler_gone
-
-    def await_workers(self, timeout) -> None:
-        self.waits += 1
-
-    def step(self, *args, **kwargs):
-        self.calls += 1
-        if self.calls in self.fail_calls:
-            raise _LostWorkers(f"step call {self.calls}")
-        return super().step(*args, **kwargs)
-
-
 @pytest.mark.parametrize(
     "losses", [runner.MAX_RECOVERIES, runner.MAX_RECOVERIES + 1], ids=["recovers", "gives-up"]
 )
@@ -262,20 +243,19 @@ def test_a_run_recovers_from_lost_workers_max_recoveries_times_then_gives_up(syn
     from the input) recovers every time and ends with the oracle's result and Deltas, no iteration
     counted twice; one loss more and it gives up, after ``MAX_RECOVERIES`` recoveries."""
     X = syn_X[:90]
-    method = _DenseLosingWorkers(fail_calls=range(2, 2 + losses))
-    args = (X, X.shape, 0.2, 1e-12, 4, "epsilon", None)
+    method = DenseLosingWorkers(fail_calls=range(2, 2 + losses))
     if losses > runner.MAX_RECOVERIES:
-        with pytest.raises(_LostWorkers, match=f"step call {1 + losses}"):
-            runner.run(method, *args)
+        with pytest.raises(LostWorkers, match=f"step call {1 + losses}"):
+            method.run_on(X)
         assert method.waits == runner.MAX_RECOVERIES
         return
-    result = runner.run(method, *args, keep_model=True)
+    result = method.run_on(X, keep_model=True)
     expected = oracle.cdf_ts_dense(X, lam=0.2, delta=1e-12, max_iter=4)
     assert method.waits == losses and method.calls == 1 + losses + 4
     np.testing.assert_array_equal(result.X, expected.X)
     assert result.deltas == list(expected.deltas) and len(result.deltas) == 4
     # the model kept without a checkpoint holds each iteration once: the undisturbed run's
-    undisturbed = runner.run(_DenseLosingWorkers(fail_calls=[]), *args, keep_model=True).model
+    undisturbed = DenseLosingWorkers().run_on(X, keep_model=True).model
     assert len(result.model.iterations) == len(undisturbed.iterations) == 4
     for got, want in zip(result.model.iterations, undisturbed.iterations, strict=True):
         np.testing.assert_array_equal(got.references, want.references)
@@ -283,19 +263,19 @@ def test_a_run_recovers_from_lost_workers_max_recoveries_times_then_gives_up(syn
     np.testing.assert_array_equal(result.model.replay(new_points), undisturbed.replay(new_points))
 
 
-class _DenseLostAfterSaving(_DenseLosingWorkers):
+class _DenseLostAfterSaving(DenseLosingWorkers):
     """The oracle, whose workers are lost right after the save of iteration ``lost_at`` wrote it to the
     checkpoint, before the client heard (as ``_exit_after_saving`` on a cluster)."""
 
     def __init__(self, lost_at: int):
-        super().__init__(fail_calls=[])
+        super().__init__()
         self.lost_at = lost_at
 
     def save(self, path, t, info, seconds) -> None:
         super().save(path, t, info, seconds)
         if t == self.lost_at:
             self.lost_at = None
-            raise _LostWorkers(f"after saving iteration {t}")
+            raise LostWorkers(f"after saving iteration {t}")
 
 
 @pytest.mark.parametrize("converges_there", [False, True], ids=["goes-on", "converged-there"])
@@ -310,7 +290,7 @@ def test_a_recovery_to_the_iteration_that_met_delta_exactly_stops_there(tmp_path
     delta = reference.deltas[2] if converges_there else 1e-12
     expected = oracle.cdf_ts_dense(X, lam=0.2, delta=delta, max_iter=5)
     method, ckpt = _DenseLostAfterSaving(lost_at=3), tmp_path / "run.zarr"
-    result = runner.run(method, X, X.shape, 0.2, delta, 5, "epsilon", None, checkpoint=ckpt)
+    result = method.run_on(X, delta, 5, checkpoint=ckpt)
     assert method.waits == 1 and method.lost_at is None
     assert result.converged == converges_there and result.n_iter == len(expected.deltas)
     assert result.n_iter == (3 if converges_there else 5)
@@ -324,9 +304,9 @@ def test_a_run_whose_client_lost_its_scheduler_gives_up_at_once(syn_X):
     """Data lost with the client's link to its scheduler: nothing on that client can be recovered, so the
     run raises the loss at once, without waiting for workers (not ``MAX_RECOVERIES`` waits in vain)."""
     X = syn_X[:90]
-    method = _DenseLosingWorkers(fail_calls=[2], scheduler_gone=True)
-    with pytest.raises(_LostWorkers, match="step call 2"):
-        runner.run(method, X, X.shape, 0.2, 1e-12, 4, "epsilon", None)
+    method = DenseLosingWorkers(fail_calls=[2], scheduler_gone=True)
+    with pytest.raises(LostWorkers, match="step call 2"):
+        method.run_on(X)
     assert method.waits == 0
 
 
