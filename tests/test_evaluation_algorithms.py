@@ -92,8 +92,8 @@ def test_knn_scores_hand_computed():
     D = pairwise_distances(np.array([[0.0], [1.0], [2.0], [10.0]]))
     assert knn_scores(D, 1).tolist() == [1.0, 1.0, 1.0, 8.0]
     assert knn_scores(D, 2).tolist() == [2.0, 1.0, 2.0, 9.0]
-    with pytest.raises(ValueError):
-        knn_scores(D, 4)
+    with pytest.raises(ValueError, match=r"k must be in \[1, n - 1\] = \[1, 3\], got 4"):
+        knn_scores(D, 4)  # numpy's partition would refuse k = n too, without naming k
 
 
 def test_inne_scores_anomalies_higher():
@@ -197,6 +197,10 @@ def test_lof_is_scikit_learns_lof_on_the_views_distances():
     np.testing.assert_array_equal(lof_scores(Dg, 30), lof_scores(pairwise_distances(grid + 2.0**20), 30))
     with pytest.raises(ValueError, match="square distance matrix"):
         lof_scores(X, 5)
+    # k at most n - 1: k = n - 1 is every other point, and a larger k is that too
+    every = -LocalOutlierFactor(n_neighbors=149).fit(X).negative_outlier_factor_
+    np.testing.assert_allclose(lof_scores(D, 149), every, rtol=1e-9)
+    np.testing.assert_allclose(lof_scores(D, 500), every, rtol=1e-9)
 
 
 def test_dp_replaces_the_smallest_chosen_centre_by_the_top_ranked_point():
@@ -247,6 +251,12 @@ def test_iforest_scores_anomalies_higher():
     s = iforest_scores(X, psi=64, t=50)
     assert s[200:].min() > np.quantile(s[:200], 0.95)
     assert auc(y, s) > 0.97
+    # scikit-learn's forest of the given seed (0 by default): the reported AUCs can be reproduced
+    from sklearn.ensemble import IsolationForest
+
+    for seed in (0, 3):
+        forest = IsolationForest(n_estimators=50, max_samples=64, random_state=seed).fit(X)
+        np.testing.assert_array_equal(iforest_scores(X, psi=64, t=50, seed=seed), -forest.score_samples(X))
 
 
 def _brute_force_best(alg, D, y, grid):
@@ -298,3 +308,102 @@ def test_dbscan_border_point_exactly_at_eps_joins_as_in_scikit_learn():
     ref = DBSCAN(eps=0.5, min_samples=3, metric="precomputed").fit(D).labels_
     assert ref.tolist() == [0, 0, 0, 0]
     assert DBSCANSweep(D, 3).labels(0.5).tolist() == [0, 0, 0, 0]
+
+
+# --- found by the evaluation's second mutation audit (2026-12-07) ---------------------------------
+
+
+def test_density_for_a_grid_counts_a_distance_equal_to_eps():
+    """``density_all`` is ``density`` at every eps of the grid, also where a distance equals an eps
+    (a view's largest distance is exactly 1.0, the grid's last eps)."""
+    from cdfts_dask.evaluation.dp import density_all
+
+    D = relative(pairwise_distances(np.array([[0.0], [0.25], [0.5], [1.0]])))
+    grid = [0.25, 0.5, 0.75, 1.0]
+    assert density_all(D, grid).T.tolist() == [density(D, eps).tolist() for eps in grid]
+    assert density_all(D, grid)[:, -1].tolist() == [4, 4, 4, 4]
+
+
+def test_dp_centres_of_equal_gamma_are_the_lowest_indices():
+    """Ties of ``rho * delta`` go to the lower index (a stable sort; numpy's default sort reorders
+    ties)."""
+    from cdfts_dask.evaluation.dp import Peaks, choose_centres
+
+    n = 40
+    rho = np.random.default_rng(0).integers(1, 3, n)  # gamma 1 or 2, each many times
+    order = np.lexsort((np.arange(n), -rho))
+    pk = Peaks(rho, order, np.ones(n), np.full(n, -1))
+    assert choose_centres(pk, 7).tolist() == np.flatnonzero(rho == 2)[:7].tolist()
+
+
+def test_dp_link_follows_a_parent_chain_as_long_as_the_data():
+    """Every point of one chain of n - 1 parent links takes its one centre's label."""
+    from cdfts_dask.evaluation.dp import Peaks, link
+
+    n = 100
+    pk = Peaks(np.arange(n, 0, -1), np.arange(n), np.ones(n), np.arange(-1, n - 1))
+    assert link(pk, np.array([0])).tolist() == [0] * n
+
+
+def test_inne_takes_psi_below_2_as_2():
+    """A sphere needs a second point: psi < 2 is psi = 2 (one point would be drawn again forever)."""
+    X = np.random.default_rng(3).random((20, 2))
+    assert np.array_equal(inne_scores(X, psi=1, t=5), inne_scores(X, psi=2, t=5))
+
+
+def test_dbscan_search_evaluates_an_eps_where_only_a_border_point_joins():
+    """A border point's reach is a critical value of the sweep.  minpts = 3 on points 0, 0.1, 0.2, 0.5:
+    the first three are core from eps 0.2; 0.5 (core only from 0.4) joins as a border point of 0.2 at
+    eps 0.3, with no MST edge or core distance in (0.25, 0.35]."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid
+    from cdfts_dask.evaluation.protocol import search_clustering
+
+    D = pairwise_distances(np.array([[0.0], [0.1], [0.2], [0.5]]))
+    assert DBSCANSweep(D, 3).labels(0.35).tolist() == [0, 0, 0, 0]
+    grid = ClusteringGrid(dbscan_eps=(0.25, 0.35), dbscan_minpts=(3,))
+    assert search_clustering(D, np.zeros(4, dtype=int), grid, ["DBSCAN"])["DBSCAN"] == (
+        1.0,
+        {"eps": 0.35, "minpts": 3},
+    )
+
+
+def test_clustering_search_keeps_the_first_parameters_in_grid_order_on_ties(blobs):
+    """Of parameters with equal best scores, the first in grid order is reported (parameters.json, the
+    AMI and the train/test protocol use it; the search's skipped eps rely on it).  On two separated
+    blobs many parameters give F = 1."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid, eps_grid
+    from cdfts_dask.evaluation.protocol import run_clustering, search_clustering
+
+    _, y, D = blobs
+    grid = ClusteringGrid(
+        eps=tuple(eps_grid(0.05)), dbscan_eps=tuple(eps_grid(0.05)), dbscan_minpts=(2, 5), dp_centres=(2, 3)
+    )
+    in_order = {
+        "DBSCAN": [{"eps": e, "minpts": m} for m in grid.dbscan_minpts for e in grid.dbscan_eps],
+        "DP": [{"eps": e, "c": c} for e in grid.eps for c in grid.dp_centres],
+        "EC": [{"eps": e} for e in grid.eps],
+    }
+    best = search_clustering(D, y, grid, list(in_order))
+    for alg, params in in_order.items():
+        scores = [f_measure(y, run_clustering(alg, D, p, 2)) for p in params]
+        assert scores.count(max(scores)) > 1, alg  # a tie to break
+        assert best[alg] == (max(scores), params[scores.index(max(scores))]), alg
+
+
+def test_clustering_search_tries_as_many_centres_and_lgd_neighbours_as_the_data_allow():
+    """DP's c runs up to n (every point a centre) and LGD's k is capped at n - 1, as the algorithms
+    run alone (found by the evaluation's second mutation audit, 2026-12-07)."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid
+    from cdfts_dask.evaluation.protocol import run_clustering, search_clustering
+
+    D = pairwise_distances(np.array([[0.0], [1.0], [3.0]]))
+    y = np.array([0, 1, 2])
+    best = search_clustering(D, y, ClusteringGrid(eps=(0.5,), dp_centres=(2, 3)), ["DP"])["DP"]
+    assert best == (1.0, {"eps": 0.5, "c": 3})
+    X = np.random.default_rng(67).random((12, 2))  # a case where k = 11 and k = 10 differ
+    y = np.repeat([0, 1], 6)
+    D = relative(pairwise_distances(X))
+    grid = ClusteringGrid(lgd_k=(11, 20), lgd_tau=(0.5, 0.52, 0.56, 0.62))
+    brute = max(f_measure(y, lgd(D, min(k, 11), tau, 2)) for k in grid.lgd_k for tau in grid.lgd_tau)
+    score, params = search_clustering(D, y, grid, ["LGD"])["LGD"]
+    assert score == brute and f_measure(y, run_clustering("LGD", D, params, 2)) == score

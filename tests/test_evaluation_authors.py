@@ -8,8 +8,13 @@ from sklearn.metrics import adjusted_rand_score
 
 from cdfts_dask.evaluation.dbscan import DBSCANSweep
 from cdfts_dask.evaluation.dp import density_all, neighbour_order
-from cdfts_dask.evaluation.ec import ExtremeClustering, extreme_clustering, remove_small_clusters
-from cdfts_dask.evaluation.lgd import cut_graph, knn_graph, lgd, local_gap_density
+from cdfts_dask.evaluation.ec import (
+    ExtremeClustering,
+    denser_parent,
+    extreme_clustering,
+    remove_small_clusters,
+)
+from cdfts_dask.evaluation.lgd import assign, cut_graph, knn_graph, lgd, local_gap_density
 from cdfts_dask.evaluation.mdbscan import dbscan_matrix, dbscan_matrix_counts
 from cdfts_dask.evaluation.representations import make_view
 from cdfts_dask.oracle import pairwise_distances
@@ -142,9 +147,37 @@ def test_ec_noise_step_follows_the_matlab_rule():
     label = np.r_[np.ones(30), np.full(29, 2), [3]].astype(np.int64)
     out = remove_small_clusters(label, 3)
     assert out.tolist() == [0] * 30 + [1] * 29 + [-1]
-    # sizes 30, 30, 1: the small one is still noise; an empty cluster counts in the mean
+    # sizes 4, 1, 4: 1 > 0.05 * 3 -> kept; clusters renumbered in order of their labels
     label = np.r_[np.ones(4), np.full(4, 3), [2]].astype(np.int64)
     assert remove_small_clusters(label, 3).tolist() == [0] * 4 + [2] * 4 + [1]
+    # an empty cluster (its extreme point relabelled by a later one) counts in MATLAB's mean: sizes
+    # 100, 0 (nine times), 2 have mean 102 / 11 and 2 > 0.05 * 102 / 11 -> kept (over the non-empty
+    # clusters alone, 2 <= 0.05 * 51 would be noise)
+    label = np.r_[np.ones(100), np.full(2, 11)].astype(np.int64)
+    assert remove_small_clusters(label, 11).tolist() == [0] * 100 + [1] * 2
+
+
+def test_ec_scan_stops_at_delta_and_a_scan_off_the_row_is_an_extreme_point():
+    """Found by the evaluation's second mutation audit (2026-12-07)."""
+    D = pairwise_distances(np.array([[0.0], [1.0]]))  # radius 0.5: both densities 2
+    # delta = 1 = D[0, 1]: the scan goes on only while b < delta, so 0 stops at 1 and is extreme, and
+    # so is 1 (not marked by 0's scan): two clusters
+    assert extreme_clustering(D, 1.0, radius=0.5).tolist() == [0, 1]
+    # delta above every distance: 0's scan runs off the end of its row -> extreme; 1, of equal
+    # density within delta, is marked and labelled with it
+    assert extreme_clustering(D, 5.0, radius=0.5).tolist() == [0, 0]
+
+
+def test_ec_labels_only_equal_density_points_around_an_extreme_point():
+    # 0 at 0 and 2 at 1.8 are extreme at delta = 1.5 (densities 3; each stops at the other, 1.8 away);
+    # 1 at 0.8 (density 2) is within delta of both but follows its nearest denser point, 0: the later
+    # extreme point 2 labels only points of its own density
+    D = pairwise_distances(np.array([[0.0], [0.8], [1.8]]))
+    ec = ExtremeClustering(D, radius=0.1)
+    ec.density = np.array([3, 2, 3])
+    ec.parent = denser_parent(ec.density, ec.nbr)
+    assert ec.parent.tolist() == [-1, 0, -1]
+    assert ec.labels(1.5).tolist() == [0, 0, 1]
 
 
 def test_ec_default_density_radius_and_noise_on_blobs():
@@ -230,6 +263,66 @@ def test_lgd_cut_rule():
     assert cut_graph(W2.tocsr(), core).nnz == 0
 
 
+# LGD cases found by the evaluation's second mutation audit (2026-12-07)
+
+
+def test_lgd_drops_an_edge_as_long_as_the_shortest_border_edge():
+    # cores 0 and 1, each with a border edge of weight 2: the core edge 0-1 of weight 2 is "at least
+    # as long" for both rows, so neither keeps it
+    e = [(0, 1, 2.0), (0, 2, 2.0), (1, 3, 2.0)]
+    a, b, w = map(np.array, zip(*e, strict=True))
+    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(4, 4))
+    assert cut_graph(W, np.array([True, True, False, False])).nnz == 0
+
+
+def test_lgd_gap_density_squares_the_degree():
+    # a star: 0 linked to 1, 2, 3 at weight 1.  LD = deg^2 / sum = [9 / 3, 1, 1, 1];
+    # LGD = [3 / 1, 1 / 3, 1 / 3, 1 / 3]
+    W = sparse.csr_array(([1.0] * 6, ([0, 0, 0, 1, 2, 3], [1, 2, 3, 0, 0, 0])), shape=(4, 4))
+    assert np.allclose(local_gap_density(W), [3, 1 / 3, 1 / 3, 1 / 3])
+
+
+def test_lgd_knn_graph_has_no_zero_weight_edge():
+    # points 0, 0, 1, k = 1: row 0 sorts to 0, 1, 2, so 0's neighbour is its duplicate 1, at distance 0:
+    # no edge (a zero is no entry of LGD.m's sparse W); row 1 sorts to 0, 1, 2 too, so 1's
+    # "neighbour" is itself: no edge; 2's is 0, at 1
+    D = pairwise_distances(np.array([[0.0], [0.0], [1.0]]))
+    W = knn_graph(D, 1, neighbour_order(D))
+    assert W.nnz == 2 and np.diff(W.indptr).tolist() == [1, 0, 1]
+    assert W.toarray().tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
+
+
+def test_lgd_a_point_whose_gap_density_equals_tau_is_core():
+    D = pairwise_distances(SIX)
+    g = local_gap_density(knn_graph(D, 2, neighbour_order(D)))
+    tau = min(g[1], g[4])  # the two densest points; every other one is below
+    assert lgd(D, 2, tau, 2).tolist() == [0, 0, 0, 1, 1, 1]  # not "fewer than c components"
+
+
+@pytest.mark.parametrize(
+    "weights, g, want",
+    [
+        # 2's neighbours 0 and 1 are equally near and both denser: the lower index, 0
+        ((1.0, 1.0), [1.0, 1.0, 0.0], 1),
+        # 0 is nearer but only as dense as 2: the successor is the strictly denser 1
+        ((1.0, 2.0), [0.5, 1.0, 0.5], 2),
+    ],
+)
+def test_lgd_successor_is_the_nearest_strictly_denser_neighbour_ties_by_index(weights, g, want):
+    labels = np.array([1, 2, 0])  # 0, 1 labelled; 2 not
+    W = sparse.csr_array((np.r_[weights, weights], ([2, 2, 0, 1], [0, 1, 2, 2])), shape=(3, 3))
+    W.sort_indices()
+    assert assign(labels, W, np.array(g), np.zeros((3, 3))).tolist() == [1, 2, want]
+
+
+def test_lgd_representative_takes_the_label_nearest_in_its_own_row():
+    # no edges: 2 is its own representative and takes the label of its nearest labelled point in
+    # row 2 (i's view): 0 at 1, not 1 at 2 (column 2 would say 1, at 1, against 0 at 5)
+    D = np.array([[0.0, 5, 5], [5, 0, 1], [1, 2, 0]])
+    W = sparse.csr_array((3, 3))
+    assert assign(np.array([1, 2, 0]), W, np.zeros(3), D).tolist() == [1, 2, 1]
+
+
 def test_ported_algorithms_recover_two_blobs():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(0, 0.3, (60, 2)), rng.normal(5, 0.3, (40, 2))])
@@ -254,6 +347,25 @@ def test_authors_dbscan_search_equals_brute_force():
     fast = search_clustering(D, y, grid, ["DBSCAN"], authors_dbscan=True)["DBSCAN"]
     assert fast[0] == brute
     assert f_measure(y, dbscan_matrix(D, fast[1]["eps"], fast[1]["minpts"])) == brute
+
+
+def test_authors_dbscan_search_goes_on_past_one_cluster_with_points_not_core():
+    """One cluster and no noise is final only when every point is core (found by the evaluation's
+    second mutation audit, 2026-12-07).  minpts = 2.  At eps 0.3: N(0) = {0} and N(1) = {1} (noise,
+    touched), N(2) = {0, 1, 2}: 2 starts a cluster whose row relabels 0 and 1 -> one cluster.  At 0.6:
+    0 is still noise; N(1) = {1, 2} starts the cluster and reaches 2, whose expansion skips the
+    touched 0 -> 0 stays noise, a better F-measure against classes {0}, {1, 2}."""
+    from cdfts_dask.evaluation.grids import ClusteringGrid
+    from cdfts_dask.evaluation.protocol import search_clustering
+
+    D = np.array([[0.0, F, F], [F, 0, 0.5], [0.2, 0.2, 0]])
+    y = np.array([0, 1, 1])
+    assert dbscan_matrix(D, 0.3, 2).tolist() == [0, 0, 0] and dbscan_matrix(D, 0.6, 2).tolist() == [-1, 0, 0]
+    grid = ClusteringGrid(dbscan_eps=(0.3, 0.6), dbscan_minpts=(2,))
+    assert search_clustering(D, y, grid, ["DBSCAN"], authors_dbscan=True)["DBSCAN"] == (
+        0.5,
+        {"eps": 0.6, "minpts": 2},
+    )
 
 
 def test_baseline_targets_count_only_data_version_good_datasets():

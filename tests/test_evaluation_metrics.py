@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cdfts_dask.evaluation.metrics import ami, auc, f_measure
+from cdfts_dask.evaluation.metrics import FMeasure, ami, auc, f_measure
 
 
 def test_f_measure_perfect_and_permuted():
@@ -43,3 +43,18 @@ def test_ami_and_auc():
     assert ami(y, y) == pytest.approx(1.0)
     assert auc(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.8, 0.9])) == 1.0
     assert auc(np.array([0, 1, 0, 1]), np.array([0.1, 0.2, 0.8, 0.9])) == 0.75
+
+
+@pytest.mark.parametrize(
+    "pred",
+    [
+        [-1, -1, -1, -1, -1, -1],  # every point noise: 0, as f_measure
+        [-3, -3, 4, 4, -1, -2],  # cluster ids below -1 are clusters (only -1 is noise)
+        [0, 0, 9, 9, 9, -1],  # ids with gaps
+        [0.5, 0.5, 2.0, 2.0, -1.0, 2.0],  # float ids
+    ],
+)
+def test_fmeasure_of_fixed_classes_is_f_measure(pred):
+    """The grid search's scorer (found by the evaluation's second mutation audit, 2026-12-07)."""
+    y = np.array([0, 0, 1, 1, 2, 2])
+    assert FMeasure(y)(np.array(pred)) == f_measure(y, np.array(pred))

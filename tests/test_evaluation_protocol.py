@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from cdfts_dask.evaluation.datasets import DatasetSpec, halves, load_labelled, shared_specs, subsample
-from cdfts_dask.evaluation.grids import AnomalyGrid, ClusteringGrid, eps_grid
+from cdfts_dask.evaluation.grids import AnomalyGrid, ClusteringGrid, eps_grid, make_grids
 from cdfts_dask.evaluation.protocol import Task, run_task, search_clustering
 from cdfts_dask.evaluation.report import markdown_table, summarise
 from cdfts_dask.evaluation.representations import make_view
-from tests.conftest import DATA, load_csv
+from tests.conftest import DATA, ROOT, load_csv
 
 DBSCAN_GRID = ClusteringGrid(eps=tuple(eps_grid(0.01)))
 
@@ -34,6 +34,12 @@ def test_grids_follow_the_paper():
     c = ClusteringGrid()
     assert c.dbscan_minpts == tuple(range(2, 11)) and c.dp_centres == tuple(range(2, 21))
     assert eps_grid(0.25).tolist() == [0.25, 0.5, 0.75, 1.0]
+    # 1 / 0.00032 = 3124.9999999999995 in floating point: the grid still ends at eps = 1 (found by
+    # the evaluation's second mutation audit, 2026-12-07)
+    assert len(eps_grid(0.00032)) == 3125 and eps_grid(0.00032)[-1] == 1.0
+    # DBSCAN's eps grid is DP's and EC's unless given its own step (--dbscan-eps-step)
+    assert make_grids(0.01).clustering.dbscan_eps == make_grids(0.01).clustering.eps == tuple(eps_grid(0.01))
+    assert make_grids(0.01, 0.005).clustering.dbscan_eps == tuple(eps_grid(0.005))
 
 
 def test_run_task_train_test_records():
@@ -57,6 +63,22 @@ def test_run_task_anomaly_cdfts_searches_detector_k(tmp_path):
     assert recs[0]["params"]["k"] in AnomalyGrid().ks(84)  # detector k searched on its own grid
     assert recs[0]["score"] >= recs[0]["score_tied_k"] > 0.95  # tied k = transform k is one grid point
     assert 0 <= recs[0]["test_score"] <= 1
+    # train/test: both halves' views use the transform's k scaled to half the points, as a sampled fit
+    # does (k = 8 of 84 -> 4 of 42; found by the evaluation's second mutation audit, 2026-12-07)
+    from cdfts_dask.evaluation.knn import knn_scores
+    from cdfts_dask.evaluation.metrics import auc
+    from cdfts_dask.evaluation.protocol import search_anomaly
+    from cdfts_dask.sampling import sampled_k
+
+    tr, te = halves(y)
+    k_half = sampled_k(8, len(tr), len(y))
+    assert k_half == 4
+    score, params = search_anomaly(
+        make_view(X[tr], "cdfts", estimator="knn", k=k_half), y[tr], AnomalyGrid(), ["kNN"]
+    )["kNN"]
+    assert (recs[0]["train_score"], recs[0]["train_params"]) == (score, params)
+    view_te = make_view(X[te], "cdfts", estimator="knn", k=k_half)
+    assert recs[0]["test_score"] == auc(y[te], knn_scores(view_te.D, params["k"]))
     recs = run_task(Task(spec, "original", None, train_test=False))
     assert {r["algorithm"] for r in recs} == {"kNN", "LOF", "iForest", "iNNE"}
 
@@ -287,3 +309,94 @@ def test_report_keeps_the_best_tied_k_score_and_writes_scores_to_four_decimals()
     assert float(back[0]["score"]) == pytest.approx(0.87654, abs=5e-5)
     assert float(back[0]["score_tied_k"]) == pytest.approx(0.9, abs=5e-5)
     assert back[0]["algorithm"] == "kNN" and back[0]["transform"] == "cdfts" and back[0]["tparam"] == "4"
+
+
+def _paper_table(tex: str, caption: str) -> dict[str, list[float]]:
+    """Rows ``name -> numbers`` of the LaTeX table whose caption starts with ``caption``, up to its
+    Average row."""
+    import re
+
+    body = tex[tex.index(caption) :]
+    rows = {}
+    for line in body.splitlines():
+        if "&" not in line or "multirow" in line or "Orig" in line:
+            continue
+        plain = re.sub(r"\\text(bf|it)|\\hdashline|\\hline|\\\\|[{}]", "", line)
+        cells = [c.strip() for c in plain.split("&")]
+        if cells[0] == "Average":
+            return rows
+        rows[cells[0]] = [float(c) for c in cells[1:]]
+    raise AssertionError(f"no Average row after {caption!r}")
+
+
+def test_the_papers_numbers_are_those_of_its_tables():
+    """Every number the report compares with (``evaluation/paper.py``, typed by hand) is the one printed
+    in the paper's tables of best F-measure and best AUC (found by the evaluation's second mutation
+    audit, 2026-12-07: no test read them; a mistyped value would move a published difference)."""
+    from cdfts_dask.evaluation.paper import AUC, F_MEASURE, TRANSFORM_ORDER
+
+    tex_path = ROOT.parent / "shared" / "paper" / "cdf-ts-paper.tex"
+    if not tex_path.exists():
+        pytest.skip(f"../shared/paper not found at {tex_path}")
+    tex = tex_path.read_text()
+    names = {"pendig": "pendigits", "syn 1": "syn1", "syn 2": "syn2"}
+
+    def key(name: str) -> str:
+        return names.get(name.lower(), name.lower()).replace("3l", "3L").replace("4c", "4C")
+
+    f_rows = _paper_table(tex, "The best F-measure for DBSCAN, DP, EC, LGD")
+    assert {key(n) for n in f_rows} == set(F_MEASURE) and len(f_rows) == 15
+    for name, nums in f_rows.items():
+        ours = [
+            F_MEASURE[key(name)][alg][t] for alg in ("DBSCAN", "DP", "EC", "LGD") for t in TRANSFORM_ORDER
+        ]
+        assert ours == nums, name
+    auc_rows = _paper_table(
+        tex, "The best AUC on 12 datasets. The best performer on each dataset is boldfaced. Original"
+    )
+    assert {key(n) for n in auc_rows} == set(AUC) and len(auc_rows) == 12
+    for name, nums in auc_rows.items():
+        a = AUC[key(name)]
+        ours = [a["LOF"]["original"], a["iForest"]["original"], a["iNNE"]["original"]]
+        assert ours + [a["kNN"][t] for t in TRANSFORM_ORDER] == nums, name
+
+
+def test_train_test_of_the_dscale_view_runs_the_authors_dbscan_on_the_test_half():
+    """The DScale view's DBSCAN is ``Mdbscan.m`` on both halves, not the sweep on the test half (found by
+    the evaluation's second mutation audit, 2026-12-07)."""
+    from cdfts_dask.evaluation.grids import Grids
+    from cdfts_dask.evaluation.mdbscan import dbscan_matrix
+    from cdfts_dask.evaluation.metrics import f_measure
+
+    spec = DatasetSpec("3L", "clustering", str(DATA / "3L.csv"))
+    grids = Grids(ClusteringGrid(eps=(0.5,), dbscan_eps=tuple(eps_grid(0.02))), AnomalyGrid())
+    rec = {r["algorithm"]: r for r in run_task(Task(spec, "dscale", 0.2, 160, True, grids))}["DBSCAN"]
+    X, y = subsample(*load_labelled(spec.path), 160)
+    tr, te = halves(y)
+    D_te = make_view(X[te], "dscale", lam=0.2).D
+    assert rec["test_score"] == f_measure(y[te], dbscan_matrix(D_te, **rec["train_params"]))
+
+
+def test_views_use_the_papers_settings(monkeypatch):
+    """ReScale with psi = 100 and CDF-TS with delta = 0.015 (at most 100 iterations), the distances
+    divided by their largest (found by the evaluation's second mutation audit, 2026-12-07)."""
+    from cdfts_dask import cdf_ts, rescale
+    from cdfts_dask.evaluation import representations
+    from cdfts_dask.oracle import pairwise_distances
+
+    X, _ = load_csv(DATA / "3L.csv")
+    X = X[::5]
+    P = rescale(X, lam=0.3, psi=100)
+    view = make_view(X, "rescale", lam=0.3)
+    assert np.array_equal(view.points, P) and np.array_equal(
+        view.D, pairwise_distances(P) / pairwise_distances(P).max()
+    )
+    P, info = cdf_ts(X, lam=0.3, delta=0.015, max_iter=100, method="dense", return_info=True)
+    view = make_view(X, "cdfts", lam=0.3)
+    assert view.n_iter == info.n_iter and np.array_equal(view.points, P)
+    assert cdf_ts(X, lam=0.3, delta=0.02, method="dense", return_info=True)[1].n_iter < info.n_iter
+    # these data converge in 4 iterations: the cap of 100 is seen by the call itself
+    calls = []
+    monkeypatch.setattr(representations, "cdf_ts", lambda *a, **kw: calls.append(kw) or cdf_ts(*a, **kw))
+    make_view(X, "cdfts", lam=0.3)
+    assert calls[0]["max_iter"] == 100 and calls[0]["delta"] == 0.015

@@ -123,7 +123,8 @@ def link(pk: Peaks, centres: np.ndarray) -> np.ndarray:
 
 
 def choose_centres(pk: Peaks, c: int) -> np.ndarray:
-    """The c points of largest ``rho * delta``, always including the top-ranked point."""
+    """The c points of largest ``rho * delta`` (ties: lower index first), always including the top-ranked
+    point."""
     gamma = pk.rho * pk.delta
     centres = np.argsort(-gamma, kind="stable")[:c]
     top = pk.order[0]
