@@ -121,6 +121,13 @@ def test_evaluate_resume_runs_only_missing_tasks(tmp_path, client, capsys):
     assert code == 2 and "made on n = 50 without --train-test, this run asks for n = 60" in err, err
     code, err = _main(capsys, *args, "--max-n", "100", "--train-test", "--resume", "--quiet")
     assert code == 2 and "this run asks for n = 100 with --train-test" in err, err
+    # the same n: a record's test score tells whether it was made with --train-test (the evaluation's
+    # second mutation audit, 2026-12-07)
+    tt_lines = [json.dumps({**json.loads(line), "test_score": 0.5}) for line in lines]
+    (out / "records.jsonl").write_text("\n".join(tt_lines) + "\n")
+    code, err = _main(capsys, *args, "--resume", "--quiet")
+    assert code == 2 and "made on n = 50 with --train-test, this run asks for n = 50 without" in err, err
+    (out / "records.jsonl").write_text("\n".join(lines) + "\n")
     assert (out / "results.csv").read_text() == full
     for text in (lines[0] + "\n{not json\n", "{not json\n" + lines[0]):  # a bad line that is not a torn end
         (out / "records.jsonl").write_text(text)
@@ -180,6 +187,13 @@ def test_evaluate_resume_refuses_records_of_another_label_or_file(tmp_path, clie
     (out / "settings.json").write_text(json.dumps({**older, "eps_step": 0.25}))
     code, err = _main(capsys, *args, *y, "--resume")
     assert code == 0 and "0 tasks (32 resumed)" in err, err
+    # every dataset's records are checked, not the first's only (the evaluation's second mutation audit)
+    for name in ("y.csv", "x.csv"):
+        kept = (tmp_path / name).read_bytes()
+        (tmp_path / name).write_bytes(kept[:-2] + b"2\n")  # the last row's other label
+        code, err = _main(capsys, *args, *y, "--resume", "--quiet")
+        assert code == 2 and f"the records of dataset 'clustering/{name[0]}'" in err, err
+        (tmp_path / name).write_bytes(kept)
 
 
 def test_a_directory_datasets_digest_covers_each_file_and_its_name(tmp_path):
@@ -288,6 +302,7 @@ def test_evaluate_refuses_inputs_it_would_merge_misread_or_overwrite(tmp_path, c
         (["--data", tmp_path / "a" / "x.csv", "--eps-step", "1e-9"],
          r"--eps-step must be in \[1e-05, 0.5\] \(a grid of at most 100000 values\), got 1e-09"),
         (["--data", tmp_path / "a" / "x.csv", "--dbscan-eps-step", "0"], r"--dbscan-eps-step must be in \["),
+        (["--data", tmp_path / "a" / "x.csv", "--eps-step", "0.75"], r"--eps-step must be in \[1e-05, 0.5\]"),
         (["--data", tmp_path / "a" / "x.csv", "--workers", "0"], r"--workers must be >= 1, got 0"),
     ]  # fmt: skip
     for flags, message in cases:
@@ -315,6 +330,7 @@ def test_evaluate_refuses_an_anomaly_sample_of_one_class_before_any_work(tmp_pat
     """Regression: anomaly labels all 0, a stratified --max-n-anomaly sample without an anomaly, and a
     --train-test half without one each wrote a table of nan (AUC of one class), exit 0.  Now one line
     naming the dataset, the counts and the option, before any work (the sample is the tasks' own)."""
+
     def table(name, anomalous):
         rows = ["f1,f2,label"] + [f"{i % 7},{(i * 3) % 11},{int(i in anomalous)}" for i in range(60)]
         (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
@@ -466,6 +482,17 @@ def test_evaluate_builds_the_published_tasks_of_the_shared_collection(shared_dat
         ["evaluate", "--datasets", str(shared_datasets), "--only", "dermatology", "--out", str(tmp_path)]
     )
     assert {t.spec.key for t in build_tasks(args)} == {"clustering/dermatology", "anomaly/dermatology"}
+    # --train-test runs the train/test protocol unless --no-train-test (the default) is given too (the
+    # evaluation's second mutation audit, 2026-12-07)
+    for flags, expected in (
+        (["--train-test"], True),
+        (["--train-test", "--no-train-test"], False),
+        ([], False),
+    ):
+        args = build_parser().parse_args(
+            ["evaluate", "--data", str(DATA / "3L.csv"), *flags, "--out", str(tmp_path)]
+        )
+        assert {t.train_test for t in build_tasks(args)} == {expected}, flags
 
 
 def test_evaluate_resume_refuses_records_whose_values_are_wrong(tmp_path):

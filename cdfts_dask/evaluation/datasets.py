@@ -125,7 +125,8 @@ def subsample(
 
 
 def halves(y: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Index arrays of a stratified split into two halves of equal size (train, test)."""
+    """Index arrays of a stratified split into two halves of equal size (train, test), each in the
+    data's row order."""
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(y))
