@@ -816,6 +816,18 @@ def test_zarr_input_with_a_missing_chunk_is_one_warning_line(tmp_path, capsys, m
     assert re.match(r"cdfts: warning: input: " + MISSING_CHUNK, err[0]), err
 
 
+
+def test_a_type_error_names_the_input_and_warnings_are_left_as_they_were(tmp_path, capsys):
+    """A ``TypeError`` of ``cdf_ts`` is renamed like a ``ValueError`` (a Zarr input of complex numbers is
+    ``input``, not ``X``; found by the second mutation audit of the command line, 2026-12-07); a program
+    calling ``main`` keeps its own ``warnings.showwarning``."""
+    src = tmp_path / "c.zarr"
+    zarr.create_array(str(src), shape=(20, 2), dtype="complex128", chunks=(10, 2))[...] = 1.0
+    shown = warnings.showwarning
+    assert cli_main(["transform", str(src), str(tmp_path / "out.npy"), "--quiet"]) == 2
+    assert capsys.readouterr().err == "cdfts transform: error: input must be numeric, got dtype complex128\n"
+    assert warnings.showwarning is shown and not (tmp_path / "out.npy").exists()
+
 def test_estimator_transform_of_a_zarr_array_with_a_missing_chunk_is_said(tmp_path):
     fitted = cdfts_dask.CDFTS(max_iter=1).fit(np.random.default_rng(1).random((30, 2)))
     Y = zarr.open_array(str(_zarr_input_missing_chunk(tmp_path / "new.zarr")), mode="r")

@@ -319,6 +319,28 @@ def test_a_label_like_column_is_refused_unless_named(tmp_path, capsys):
         assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (40, 3)  # all three columns transformed
 
 
+
+def test_a_large_csv_with_a_label_like_column_is_refused_unless_named(tmp_path, capsys, monkeypatch, client):
+    """The same rule for a CSV the workers read block by block: refused without --label / --no-label,
+    every column transformed with --no-label, the label passed through with --label (found by the
+    second mutation audit of the command line, 2026-12-07)."""
+    from cdfts_dask import csv_blocks
+    from cdfts_dask.cli import main
+
+    monkeypatch.setattr(csv_blocks, "CSV_ON_WORKERS_BYTES", 1)  # every CSV read as a large one
+    src, out = tmp_path / "c.csv", tmp_path / "c-out.csv"
+    src.write_text("a,label,b\n" + "".join(f"{i % 7},{i % 2},{i % 5}\n" for i in range(40)))
+    run = ["transform", str(src), str(out), "--quiet", "--max-iter", "1",
+           "--scheduler", client.scheduler.address]  # fmt: skip
+    assert main(run) == 2 and not out.exists()
+    assert "input column 'label' looks like a label" in capsys.readouterr().err
+    assert main([*run, "--no-label"]) == 0
+    assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (40, 3)  # all three columns transformed
+    assert main([*run, "--label", "label"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "a,b,label"
+    assert [line.rsplit(",", 1)[1] for line in lines[1:]] == [str(i % 2) for i in range(40)]
+
 @pytest.mark.slow
 def test_help_states_each_default_once():
     for command in ["transform", "plot", "evaluate", "bench"]:

@@ -754,6 +754,45 @@ def test_cli_apply_says_when_it_does_not_use_the_cluster(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "out.npy"), expected)
 
 
+
+def test_cli_apply_of_a_zarr_input_with_a_label_column_passes_it_through(tmp_path, capsys):
+    """A Zarr INPUT with ``--label`` is read here, its label column set aside and written last, not sent
+    to the workers whole (found by the second mutation audit of the command line, 2026-12-07: sent
+    whole, its 4 columns were refused against the model's 3)."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    X, labels = blobs(30), np.arange(30) % 3
+    new = zarr.create_array(str(tmp_path / "new.zarr"), shape=(30, 4), dtype="f8", chunks=(10, 4))
+    new[...] = np.c_[X, labels]
+    out = tmp_path / "out.csv"
+    assert _apply(capsys, store, tmp_path / "new.zarr", out, "--label", "-1", "--quiet") == (0, "")
+    Y = np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(Y[:, -1], labels)
+    np.testing.assert_array_equal(Y[:, :3], fitted.transform_numpy(fitted.load(store), X))
+
+
+def test_cli_apply_gpu_asks_for_the_cuda_backend(tmp_path, capsys, monkeypatch):
+    """``--gpu`` reaches the replay as ``backend="cuda"`` (the replay itself runs here on the CPU backend:
+    without a GPU only the option's way there is checked; found by the second mutation audit of the
+    command line, 2026-12-07: dropped, the replay ran on the CPU without a word)."""
+    from cdfts_dask.cli import apply as apply_command
+
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    np.save(tmp_path / "new.npy", blobs(30))
+    backends = []
+    replay = apply_command.model.apply
+
+    def on_the_cpu(*args, backend, **kwargs):
+        backends.append(backend)
+        return replay(*args, backend="cpu", **kwargs)
+
+    monkeypatch.setattr(apply_command.model, "apply", on_the_cpu)
+    assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / "out.npy", "--gpu", "--quiet") == (0, "")
+    assert backends == ["cuda"]
+    assert _apply(capsys, store, tmp_path / "new.npy", tmp_path / "out.npy", "--quiet") == (0, "")
+    assert backends == ["cuda", "cpu"]
+
 def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     store = tmp_path / "run.zarr"
     cdf_ts(blobs(d=3), lam=0.15, max_iter=2, checkpoint=store)
@@ -770,6 +809,16 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     ]  # fmt: skip
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
     cases.append(((tmp_path / "other.zarr", tmp_path / "two.npy", tmp_path / "o.npy"), "format=None"))
+    # an output folder that does not exist is refused before the model is read (the second mutation audit
+    # of the command line, 2026-12-07: without the check, the points were transformed first)
+    np.save(tmp_path / "three.npy", np.ones((5, 3)))
+    missing = tmp_path / "nope" / "o.npy"
+    message = f"output: directory does not exist: '{missing.parent}'"
+    cases.append(((tmp_path / "two.npy", tmp_path / "three.npy", missing), message))  # MODEL is no store
+    # a Zarr INPUT (read by the workers) of the wrong width: refused before a cluster is started
+    zarr.create_array(str(tmp_path / "two.zarr"), shape=(20, 2), dtype="f8", chunks=(10, 2))[...] = 1.0
+    message = "input has 2 features (columns), but the model was fitted on 3"
+    cases.append(((store, tmp_path / "two.zarr", tmp_path / "o.npy"), message))
     for args, message in cases:
         code, err = _apply(capsys, *args)
         lines = err.strip().splitlines()
@@ -780,6 +829,23 @@ def test_cli_apply_errors_are_one_line(tmp_path, capsys):
     code, err = _apply(capsys, store, DATA / "syn.csv", tmp_path / "o.csv")
     assert code == 2 and "is not complete" in err and "resume it first" in err
 
+
+
+def test_cli_apply_refuses_a_label_like_column_unless_named(tmp_path, capsys):
+    """As ``transform`` does: a model fitted on unnamed columns cannot tell that a CSV's ``label`` column is
+    no feature, so ``apply`` refuses it unless ``--label`` or ``--no-label`` says what it is (found by the
+    second mutation audit of the command line, 2026-12-07: without the rule, the labels were replayed as
+    a feature, exit 0)."""
+    store = tmp_path / "run.zarr"
+    X = blobs(40, 2)
+    cdf_ts(X, lam=0.15, max_iter=2, checkpoint=store)
+    src, out = tmp_path / "new.csv", tmp_path / "out.csv"
+    src.write_text("a,label\n" + "".join(f"{float(x)!r},{i % 2}\n" for i, x in enumerate(X[:, 0])))
+    code, err = _apply(capsys, store, src, out)
+    assert code == 2 and "input column 'label' looks like a label, not a feature: pass --label label" in err
+    assert not out.exists()
+    assert _apply(capsys, store, src, out, "--no-label", "--quiet") == (0, "")
+    assert np.loadtxt(out, delimiter=",", skiprows=1).shape == (40, 2)
 
 def test_an_input_read_from_inside_the_model_store_is_replayed(tmp_path, capsys):
     """Regression (left alone since stop 29, 2026-11-25): the model store was checked as a checkpoint,

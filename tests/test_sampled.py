@@ -148,8 +148,10 @@ def test_bad_n_references(syn, value, error):
 
 @pytest.mark.parametrize(
     "value,error",
-    [(-1, ValueError), (2**32, ValueError), ("a", TypeError), (1.5, TypeError), (True, TypeError)],
-)
+    [(-1, ValueError), (2**32, ValueError), ("a", TypeError), (1.5, TypeError), (True, TypeError),
+     # a numpy Generator: scikit-learn's draw cannot take one (the second mutation audit, 2026-12-07)
+     (np.random.default_rng(0), TypeError)],
+)  # fmt: skip
 @pytest.mark.parametrize("n_references", [None, 100])  # refused whether or not rows are drawn
 def test_bad_random_state_is_named(syn, value, error, n_references):
     """Regression: -1 gave numpy's 'Seed must be between 0 and 2**32 - 1', 'a' scikit-learn's message,
