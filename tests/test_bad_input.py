@@ -264,6 +264,9 @@ BAD_TYPES = {
     "delta-string": {"delta": "small"},
     "max-iter-float": {"max_iter": 2.5},
     "k-float": {"estimator": "knn", "k": 2.0},
+    # True is an int to Python, not an integer to CDF-TS (the second mutation audit of the checks, 2026-12-07)
+    "max-iter-bool": {"max_iter": True},
+    "k-bool": {"estimator": "knn", "k": True},
     "tile-size-float": {"tile_size": 10.5},
     "resume-string": {"resume": "yes"},
     "return_info-string": {"return_info": "yes"},  # returned a tuple (found by a fuzz audit)
@@ -816,6 +819,20 @@ def test_zarr_input_with_a_missing_chunk_is_one_warning_line(tmp_path, capsys, m
     assert re.match(r"cdfts: warning: input: " + MISSING_CHUNK, err[0]), err
 
 
+
+
+@pytest.mark.parametrize(
+    "psi, error, message",
+    [(0, ValueError, "psi must be >= 1, got 0"),
+     (None, TypeError, "psi must be a positive integer, got None"),
+     (2.5, TypeError, "psi must be a positive integer, got 2.5"),
+     (True, TypeError, "psi must be a positive integer, got True")],
+)  # fmt: skip
+def test_rescale_refuses_a_bad_psi_by_name(psi, error, message):
+    """ReScale's grid size has no default of None (found by the second mutation audit of the parameter
+    checks, 2026-12-07: None passed the check and failed inside the oracle, naming nothing)."""
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        cdfts_dask.rescale(np.random.default_rng(0).random((10, 2)), psi=psi)
 
 def test_a_type_error_names_the_input_and_warnings_are_left_as_they_were(tmp_path, capsys):
     """A ``TypeError`` of ``cdf_ts`` is renamed like a ``ValueError`` (a Zarr input of complex numbers is
