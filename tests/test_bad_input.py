@@ -1102,6 +1102,11 @@ def test_model_transform_dask_refuses_what_is_not_a_numeric_dask_array():
         model.transform_dask(fitted, np.ones((4, 3)))
     with pytest.raises(TypeError, match=r"^X must be numeric, got dtype <U1"):
         model.transform_dask(fitted, da.from_array(np.array([["1", "2", "3"]])))
+    # not 2-D (found by the second mutation audit of the model, 2026-12-07: unchecked, a 1-D array was an
+    # IndexError naming nothing, a 3-D one of 3 columns was replayed)
+    for shape in ((6,), (2, 3, 3)):
+        with pytest.raises(ValueError, match=r"^X must be 2-dimensional \(n points x d attributes\)"):
+            model.transform_dask(fitted, da.ones(shape))
 
 
 def test_an_int_beyond_float64_and_a_pandas_na_are_named():
