@@ -265,6 +265,8 @@ def _brute_force_best(alg, D, y, grid):
         runs = (DBSCANSweep(D, m).labels(e) for m in grid.dbscan_minpts for e in grid.dbscan_eps)
     elif alg == "DP":
         runs = (density_peaks(D, e, c) for e in grid.eps for c in grid.dp_centres)
+    elif alg == "LGD":  # k as given: lgd caps it at n - 1 itself
+        runs = (lgd(D, k, tau, len(np.unique(y))) for k in grid.lgd_k for tau in grid.lgd_tau)
     else:
         runs = (extreme_clustering(D, e) for e in grid.eps)
     return max(f_measure(y, labels) for labels in runs)
@@ -404,6 +406,6 @@ def test_clustering_search_tries_as_many_centres_and_lgd_neighbours_as_the_data_
     y = np.repeat([0, 1], 6)
     D = relative(pairwise_distances(X))
     grid = ClusteringGrid(lgd_k=(11, 20), lgd_tau=(0.5, 0.52, 0.56, 0.62))
-    brute = max(f_measure(y, lgd(D, min(k, 11), tau, 2)) for k in grid.lgd_k for tau in grid.lgd_tau)
     score, params = search_clustering(D, y, grid, ["LGD"])["LGD"]
-    assert score == brute and f_measure(y, run_clustering("LGD", D, params, 2)) == score
+    assert score == _brute_force_best("LGD", D, y, grid)
+    assert f_measure(y, run_clustering("LGD", D, params, 2)) == score

@@ -248,19 +248,24 @@ def test_lgd_knn_graph_keeps_the_last_writer():
     assert W.tolist() == [[0, 3, 5], [3, 0, 0], [5, 0, 0]]
 
 
+def _graph(edges, n: int) -> sparse.csr_array:
+    """The symmetric n x n graph of ``(i, j, weight)`` edges, as :func:`knn_graph` returns one."""
+    a, b, w = map(np.array, zip(*edges, strict=True))
+    W = sparse.csr_array((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+    W.sort_indices()
+    return W
+
+
 def test_lgd_cut_rule():
     # edges 0-1: 3, 0-2: 2, 1-3: 5, 3-4: 4; cores 0, 1, 3.  Row 0 cuts >= 2 (its border edge to 2):
     # 0-1 goes from row 0; row 3 cuts >= 4: 1-3 goes from row 3; row 1 has no border neighbour and
     # keeps both, so both edges survive.
     e = [(0, 1, 3.0), (0, 2, 2.0), (1, 3, 5.0), (3, 4, 4.0)]
-    a, b, w = map(np.array, zip(*e, strict=True))
-    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(6, 6))
     core = np.array([True, True, False, True, False, False])
-    G = cut_graph(W, core)
+    G = cut_graph(_graph(e, 6), core)
     assert sorted(zip(*sparse.triu(G).nonzero(), strict=True)) == [(0, 1), (1, 3)]
     # give 1 a border neighbour 5 at weight 1: row 1 now cuts both, so neither edge survives
-    W2 = W + sparse.csr_matrix(([1.0, 1.0], ([1, 5], [5, 1])), shape=(6, 6))
-    assert cut_graph(W2.tocsr(), core).nnz == 0
+    assert cut_graph(_graph([*e, (1, 5, 1.0)], 6), core).nnz == 0
 
 
 # LGD cases found by the evaluation's second mutation audit (2026-12-07)
@@ -269,16 +274,14 @@ def test_lgd_cut_rule():
 def test_lgd_drops_an_edge_as_long_as_the_shortest_border_edge():
     # cores 0 and 1, each with a border edge of weight 2: the core edge 0-1 of weight 2 is "at least
     # as long" for both rows, so neither keeps it
-    e = [(0, 1, 2.0), (0, 2, 2.0), (1, 3, 2.0)]
-    a, b, w = map(np.array, zip(*e, strict=True))
-    W = sparse.csr_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(4, 4))
+    W = _graph([(0, 1, 2.0), (0, 2, 2.0), (1, 3, 2.0)], 4)
     assert cut_graph(W, np.array([True, True, False, False])).nnz == 0
 
 
 def test_lgd_gap_density_squares_the_degree():
     # a star: 0 linked to 1, 2, 3 at weight 1.  LD = deg^2 / sum = [9 / 3, 1, 1, 1];
     # LGD = [3 / 1, 1 / 3, 1 / 3, 1 / 3]
-    W = sparse.csr_array(([1.0] * 6, ([0, 0, 0, 1, 2, 3], [1, 2, 3, 0, 0, 0])), shape=(4, 4))
+    W = _graph([(0, 1, 1.0), (0, 2, 1.0), (0, 3, 1.0)], 4)
     assert np.allclose(local_gap_density(W), [3, 1 / 3, 1 / 3, 1 / 3])
 
 
@@ -310,8 +313,7 @@ def test_lgd_a_point_whose_gap_density_equals_tau_is_core():
 )
 def test_lgd_successor_is_the_nearest_strictly_denser_neighbour_ties_by_index(weights, g, want):
     labels = np.array([1, 2, 0])  # 0, 1 labelled; 2 not
-    W = sparse.csr_array((np.r_[weights, weights], ([2, 2, 0, 1], [0, 1, 2, 2])), shape=(3, 3))
-    W.sort_indices()
+    W = _graph([(2, 0, weights[0]), (2, 1, weights[1])], 3)
     assert assign(labels, W, np.array(g), np.zeros((3, 3))).tolist() == [1, 2, want]
 
 

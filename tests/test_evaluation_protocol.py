@@ -461,21 +461,19 @@ def test_views_use_the_papers_settings(monkeypatch):
     divided by their largest (found by the evaluation's second mutation audit, 2026-12-07)."""
     from cdfts_dask import cdf_ts, rescale
     from cdfts_dask.evaluation import representations
+    from cdfts_dask.evaluation.representations import relative
     from cdfts_dask.oracle import pairwise_distances
 
     X, _ = load_csv(DATA / "3L.csv")
     X = X[::5]
     P = rescale(X, lam=0.3, psi=100)
     view = make_view(X, "rescale", lam=0.3)
-    assert np.array_equal(view.points, P) and np.array_equal(
-        view.D, pairwise_distances(P) / pairwise_distances(P).max()
-    )
+    assert np.array_equal(view.points, P) and np.array_equal(view.D, relative(pairwise_distances(P)))
     P, info = cdf_ts(X, lam=0.3, delta=0.015, max_iter=100, method="dense", return_info=True)
-    view = make_view(X, "cdfts", lam=0.3)
-    assert view.n_iter == info.n_iter and np.array_equal(view.points, P)
     assert cdf_ts(X, lam=0.3, delta=0.02, method="dense", return_info=True)[1].n_iter < info.n_iter
     # these data converge in 4 iterations: the cap of 100 is seen by the call itself
     calls = []
     monkeypatch.setattr(representations, "cdf_ts", lambda *a, **kw: calls.append(kw) or cdf_ts(*a, **kw))
-    make_view(X, "cdfts", lam=0.3)
+    view = make_view(X, "cdfts", lam=0.3)
+    assert view.n_iter == info.n_iter and np.array_equal(view.points, P)
     assert calls[0]["max_iter"] == 100 and calls[0]["delta"] == 0.015

@@ -706,6 +706,13 @@ def test_a_store_of_an_unknown_format_version_is_no_model(tmp_path):
 # -- cdfts apply -------------------------------------------------------------------------------------------
 
 
+def _blobs_run_store(tmp_path):
+    """A completed run store (a model for ``cdfts apply``) of 60 blob points in 3-D, two iterations."""
+    store = tmp_path / "run.zarr"
+    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    return store
+
+
 def _apply(capsys, *args) -> tuple[int, str]:
     code = main(["apply", *map(str, args)])
     return code, capsys.readouterr().err
@@ -744,8 +751,7 @@ def test_cli_apply_on_the_gpu_equals_the_cpu(tmp_path, capsys):
 def test_cli_apply_says_when_it_does_not_use_the_cluster(tmp_path, capsys):
     """Regression: an in-memory INPUT is replayed in this process; --workers (or --scheduler, even an
     unreachable one) was dropped without a word."""
-    store = tmp_path / "run.zarr"
-    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    store = _blobs_run_store(tmp_path)
     np.save(tmp_path / "new.npy", blobs(30))
     code, err = _apply(capsys, store, tmp_path / "new.npy", tmp_path / "out.npy", "--workers", "1", "--quiet")
     lines = err.strip().splitlines()
@@ -759,8 +765,7 @@ def test_cli_apply_of_a_zarr_input_with_a_label_column_passes_it_through(tmp_pat
     """A Zarr INPUT with ``--label`` is read here, its label column set aside and written last, not sent
     to the workers whole (found by the second mutation audit of the command line, 2026-12-07: sent
     whole, its 4 columns were refused against the model's 3)."""
-    store = tmp_path / "run.zarr"
-    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    store = _blobs_run_store(tmp_path)
     X, labels = blobs(30), np.arange(30) % 3
     new = zarr.create_array(str(tmp_path / "new.zarr"), shape=(30, 4), dtype="f8", chunks=(10, 4))
     new[...] = np.c_[X, labels]
@@ -777,8 +782,7 @@ def test_cli_apply_gpu_asks_for_the_cuda_backend(tmp_path, capsys, monkeypatch):
     command line, 2026-12-07: dropped, the replay ran on the CPU without a word)."""
     from cdfts_dask.cli import apply as apply_command
 
-    store = tmp_path / "run.zarr"
-    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    store = _blobs_run_store(tmp_path)
     np.save(tmp_path / "new.npy", blobs(30))
     backends = []
     replay = apply_command.model.apply
@@ -869,8 +873,7 @@ def test_an_input_read_from_inside_the_model_store_is_replayed(tmp_path, capsys)
 def test_cli_apply_worker_failure_is_one_line(tmp_path, capfd):
     """Regression: a damaged Zarr chunk read by a worker printed Dask's 'Compute Failed' record and a
     traceback (from the embedded cluster's worker) before the one-line error."""
-    store = tmp_path / "run.zarr"
-    cdf_ts(blobs(60), lam=0.2, max_iter=2, checkpoint=store)
+    store = _blobs_run_store(tmp_path)
     src = tmp_path / "in.zarr"
     zarr.create_array(str(src), shape=(400, 3), dtype="f8", chunks=(100, 3))[...] = blobs(400)
     chunk = src / "c" / "2" / "0"

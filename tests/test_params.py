@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 
 from cdfts_dask.params import DENSE_MAX_N, RunParams
 
@@ -28,9 +29,7 @@ def test_auto_method_is_the_engine_above_dense_max_n_or_with_a_client():
     assert RunParams().for_points(100, client="tcp://127.0.0.1:8786").method == "tiled"
     # the README states the bound (found by the second mutation audit of the checks, 2026-12-07: moved by
     # one, the code and this test agreed while the README said otherwise)
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     assert f"dense for n <= {DENSE_MAX_N} unless" in readme and f"dense up to {DENSE_MAX_N} points" in readme
 
 
