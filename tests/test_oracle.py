@@ -144,6 +144,27 @@ def test_dscale_matrix():
     assert not np.allclose(S2, S2.T)  # asymmetric
 
 
+def test_dscale_is_in_the_units_of_the_normalised_data():
+    """S' = m s': in 2-D the largest distance m is sqrt(2), not 1 (found by a mutation audit: S' in units
+    of m, as the oracle computes it, passed the 1-D test above, whose m is 1)."""
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [0.2, 0.0]])
+    S2 = dscale(X, lam=0.25)
+    q = np.sqrt(2 / 3)  # row 0 counts itself and (0.2, 0), at s = 0.2 / sqrt(2) <= 0.25; d = 2
+    assert S2[0, 2] == pytest.approx(0.2 * q / 0.25)  # inside: m s r(z) = S r(z)
+    assert S2[0, 1] == pytest.approx(np.sqrt(2))  # farthest, outside: m ((1 - lam) (1 - q) / (1 - lam) + q)
+
+
+def test_dscale_of_duplicates_under_knn_is_zero_between_them():
+    """A point whose k-th nearest other point is a copy has radius 0 and r = q / 0 = inf: its distance 0 to
+    the copy scales to 0, not 0 * inf = NaN (found by a mutation audit; the shift never reads it, rho is 1
+    at s = 0, but dscale returns the matrix)."""
+    X = np.array([[0.0], [0.0], [0.4], [1.0]])
+    S2 = dscale(X, lam=0.1, estimator="knn", k=1)
+    assert np.all(np.isfinite(S2))
+    assert S2[0, 1] == 0.0 and S2[1, 0] == 0.0 and np.all(np.diag(S2) == 0.0)
+    assert S2[0, 2] == pytest.approx((0.4 - 0.0) * (1 - 0.25) / (1 - 0.0) + 0.25)  # outside, q = 1 / 4
+
+
 def test_rescale_is_monotone_per_column_and_normalised():
     rng = np.random.default_rng(4)
     X = np.column_stack([rng.exponential(size=200), rng.normal(size=200)])
@@ -194,6 +215,19 @@ def test_rescale_of_values_on_the_grid_is_the_exact_definition():
         X[0], X[1] = 0, top
         psi, lam = int(rng.choice([5, 10, 20, 50, 100])), float(rng.choice([0.05, 0.1, 0.2, 0.3, 0.5]))
         assert np.abs(rescale(X, lam=lam, psi=psi) - _rescale_exact(X, lam, psi)).max() <= 1e-12
+
+
+@pytest.mark.parametrize("offset", [0.1, 0.2, 1.1])
+@pytest.mark.parametrize(("psi", "lam"), [(10, 0.1), (20, 0.1), (5, 0.2)])
+def test_rescale_of_decimals_a_rounding_below_the_grid_is_the_exact_definition(offset, psi, lam):
+    """Decimals offset, offset + 0.1, ..., offset + 1 normalise to k / 10, some of them an ulp below it
+    (0.2 + 0.1 - 0.2 is not 0.1): within :data:`~cdfts_dask.oracle.RESCALE_TIE` of a grid point a value
+    counts as on it, as the exact values are (found by a mutation audit: the tie dropped from the lookup
+    of a value's grid point passed the integer cases above, whose normalised values are correctly rounded)."""
+    k = np.arange(11)
+    x = np.round(offset + 0.1 * k, 10)
+    assert np.any((x - x.min()) / (x.max() - x.min()) < k / 10)  # some fall below their grid point
+    assert np.abs(rescale(x[:, None], lam=lam, psi=psi) - _rescale_exact(k[:, None], lam, psi)).max() <= 1e-12
 
 
 def test_duplicates_stay_bit_identical():
