@@ -259,6 +259,33 @@ def test_an_array_whose_tasks_read_a_csv_through_fsspec_never_has_it_overwritten
                           cdf_ts(X, lam=0.2, max_iter=1, method="dense"))  # fmt: skip
 
 
+def _times_one(values):
+    return np.asarray(values) * 1.0
+
+
+def test_the_files_behind_an_input_are_found_in_keyword_arguments_and_inside_a_group(tmp_path, X):
+    """A memmap given to a task by keyword is found (a task's keywords are a dict); a Zarr array inside a
+    group is its own folder, not the group's: an output beside it in the group is written, one inside it
+    refused (found by a mutation audit of the path checks, second pass: the keywords were not looked
+    into, and the group taken for the input refused the output beside the array)."""
+    import dask
+
+    np.save(tmp_path / "x.npy", X)
+    memmap = np.load(tmp_path / "x.npy", mmap_mode="r")
+    by_keyword = da.from_delayed(dask.delayed(_times_one)(values=memmap), shape=X.shape, dtype=np.float64)
+    assert paths.input_files(by_keyword) == [str(tmp_path / "x.npy")]
+    with pytest.raises(ValueError, match="is the input .*choose another output path"):
+        cdf_ts(by_keyword, lam=0.2, method="dense", output=tmp_path / "x.npy")
+    group = zarr.open_group(str(tmp_path / "data.zarr"), mode="w")
+    group.create_array("x", shape=X.shape, dtype="f8", chunks=(50, 3))[...] = X
+    member = zarr.open_group(str(tmp_path / "data.zarr"), mode="r")["x"]
+    assert paths.input_files(member) == [str(tmp_path / "data.zarr" / "x")]
+    with pytest.raises(ValueError, match="is inside the input .*choose another output path"):
+        cdf_ts(member, lam=0.2, method="dense", output=tmp_path / "data.zarr" / "x" / "y.zarr")
+    beside = cdf_ts(member, lam=0.2, max_iter=1, method="dense", output=tmp_path / "data.zarr" / "y.zarr")
+    assert np.array_equal(beside[...], cdf_ts(X, lam=0.2, max_iter=1, method="dense"))
+
+
 def test_a_csv_output_keeps_the_inputs_column_names(tmp_path, X):
     """Regression: ``cdf_ts("in.csv", output="out.csv")`` and ``CDFTS().fit(frame).transform(frame,
     output="out.csv")`` wrote the header ``x0,x1,x2``, where ``cdfts transform`` keeps the input's."""

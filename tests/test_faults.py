@@ -1511,6 +1511,85 @@ def test_a_temporary_of_this_process_is_removed_once_no_write_of_it_is_in_use(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]
 
 
+def test_a_temporary_of_a_process_that_cannot_be_signalled_is_kept(tmp_path, monkeypatch):
+    """A pid of this machine that signal 0 cannot reach (``PermissionError``: another user's process) is a
+    live writer: its temporary is kept (found by a mutation audit of the path checks, second pass: taken
+    for gone, another user's run writing the same output had its temporary deleted under it)."""
+    out = tmp_path / "out.zarr"
+    theirs = tmp_path / f".out.zarr.{paths._this_host()}.4242.{'e' * 32}.partial"
+    theirs.mkdir()
+
+    def no_permission(pid, sig):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(paths.os, "kill", no_permission)
+    assert paths.remove_stale_temporaries(out) == [] and theirs.exists()
+
+
+def test_a_failed_writes_reason_says_the_disk_is_full_once(tmp_path, monkeypatch):
+    """On a full disk, a write error that is not ENOSPC (NumPy's short write, an EIO) says so after its own
+    reason; ENOSPC says it itself, and is not told twice (found by a mutation audit of the path checks,
+    second pass: "No space left on device (no space left on device)")."""
+
+    class Full:  # what os.statvfs says of a full disk
+        f_bavail = 0
+
+    monkeypatch.setattr(paths.os, "statvfs", lambda folder: Full())
+    enospc = OSError(errno.ENOSPC, "No space left on device")
+    eio = OSError(errno.EIO, "Input/output error")
+    assert paths.write_error_reason(enospc, tmp_path) == "No space left on device"
+    assert paths.write_error_reason(eio, tmp_path) == "Input/output error (no space left on device)"
+    monkeypatch.undo()
+    assert paths.write_error_reason(eio, tmp_path) == "Input/output error"  # space left here
+
+
+@pytest.mark.parametrize("error", [ConnectionResetError(errno.ECONNRESET, "reset"), TimeoutError("timeout")])
+def test_a_lost_connection_during_a_write_is_not_renamed_a_write_error(tmp_path, error):
+    """A connection error or a timeout inside a named write passes as it is (the run's recovery tells a lost
+    cluster by these types), not as "output: cannot write ..." (found by a mutation audit of the path
+    checks, second pass)."""
+    with pytest.raises(type(error)) as caught:
+        with paths.write_errors_named("output", tmp_path / "out.csv"):
+            raise error
+    assert caught.value is error
+    with pytest.raises(OSError, match=r"^\[Errno 5\] output: cannot write '.*out\.csv': Input/output error$"):
+        with paths.write_errors_named("output", tmp_path / "out.csv"):
+            raise OSError(errno.EIO, "Input/output error")
+
+
+def test_the_consolidated_group_above_an_output_is_the_outermost_of_a_chain_of_groups(tmp_path):
+    """An output's consolidated group is the outermost consolidated group reached through groups only: a
+    plain folder between them ends the chain (Zarr lists no member through it), and an inner consolidated
+    group under an outer one gives the outer one, whose listing also misses the output (found by a
+    mutation audit of the path checks, second pass: the chain read on through a plain folder, and the
+    innermost group named)."""
+    import warnings
+
+    outer = tmp_path / "outer.zarr"
+    zarr.open_group(str(outer), mode="w").create_group("inner")
+    (outer / "plain").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr: consolidated metadata is no part of the v3 specification
+        zarr.consolidate_metadata(str(outer / "inner"))
+        assert paths.consolidated_group_above(outer / "inner" / "out.zarr") == outer / "inner"
+        zarr.consolidate_metadata(str(outer))
+    assert paths.consolidated_group_above(outer / "inner" / "out.zarr") == outer
+    assert paths.consolidated_group_above(outer / "plain" / "out.zarr") is None
+    assert paths.consolidated_group_above(tmp_path / "out.zarr") is None
+
+
+def test_an_output_named_in_upper_case_zarr_is_replaced_as_a_zarr_output(tmp_path, syn_X):
+    """``out.ZARR`` is a Zarr output (suffixes are read in any case): a second run replaces the array the
+    first one wrote (found by a mutation audit of the path checks, second pass: the existing array was
+    refused as a folder that a file output would replace)."""
+    out = tmp_path / "out.ZARR"
+    cdfts_dask.cdf_ts(syn_X, lam=0.2, max_iter=1, method="dense", output=out)
+    cdfts_dask.cdf_ts(syn_X, lam=0.3, max_iter=1, method="dense", output=out)
+    expected = cdfts_dask.cdf_ts(syn_X, lam=0.3, max_iter=1, method="dense")
+    assert np.array_equal(zarr.open_array(str(out), mode="r")[...], expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.ZARR"]
+
+
 @pytest.mark.parametrize("suffix", [".zarr", ".csv"])
 def test_replacing_an_output_leaves_no_temporary_behind(tmp_path, syn_X, suffix):
     """An existing output (a Zarr folder, a file) replaced by a new run: the old one, moved aside while
