@@ -645,6 +645,14 @@ def test_transform_runs_the_engine_with_the_dtype_and_tile_size_given(tmp_path, 
         Y = np.load(out)
         assert Y.dtype == np.float32 and np.abs(Y - ref).max() <= 1e-5
     assert tasks["8"] > tasks["60"]
+    # a CSV output holds the float32 positions exactly, as float64 reads them (found by a mutation audit
+    # of the outputs: written as NumPy's shortest float32 text, 0.1 for 0.10000000149011612, they read back
+    # half a float32 unit off)
+    argv = ["transform", str(tmp_path / "in.npy"), str(tmp_path / "out.csv"), "--scheduler", address,
+            "--tile-size", "60", "--dtype", "float32", "--max-iter", "2", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    written = np.loadtxt(tmp_path / "out.csv", delimiter=",", skiprows=1)
+    assert np.array_equal(written, np.load(tmp_path / "out60.npy").astype(np.float64))
 
 
 def test_transform_starts_as_many_workers_as_asked(tmp_path, capsys):

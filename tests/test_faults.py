@@ -1590,6 +1590,22 @@ def test_an_output_named_in_upper_case_zarr_is_replaced_as_a_zarr_output(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.ZARR"]
 
 
+def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_work(tmp_path, capsys, monkeypatch):
+    """A folder its user may not write in refuses the output before any work, naming the folder (found by a
+    mutation audit of the outputs: without the check the run computed, then failed at its write; as root,
+    which may write anything, ``os.access`` stands in for a user's)."""
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m, **kw: (m & os.W_OK == 0 or Path(p) != tmp_path)
+                        and access(p, m, **kw))  # fmt: skip
+    monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
+    out = tmp_path / "out.csv"
+    args = ["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cdfts transform: error: output: directory is not writable: {str(tmp_path)!r}"], err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("suffix", [".zarr", ".csv"])
 def test_replacing_an_output_leaves_no_temporary_behind(tmp_path, syn_X, suffix):
     """An existing output (a Zarr folder, a file) replaced by a new run: the old one, moved aside while
