@@ -962,6 +962,14 @@ sys.stdin.read()
 """
 
 
+def _deny_writing(monkeypatch, path: Path) -> None:
+    """``os.access`` answers that ``path`` may not be written, as it would to a user without the right (root,
+    who runs these tests in containers, may write anything); every other answer is the real one."""
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m, **kw: (m & os.W_OK == 0 or Path(p) != path)
+                        and access(p, m, **kw))  # fmt: skip
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
 def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(tmp_path, capsys, monkeypatch,
                                                                               suffix):
@@ -984,9 +992,7 @@ def test_a_write_protected_output_is_refused_and_a_replaced_one_keeps_its_mode(t
     mode = 0o555 if suffix == ".zarr" else 0o444
     out.chmod(mode)
     if os.geteuid() == 0:  # root may write anything: stand in for a user's os.access on this one
-        access = os.access
-        monkeypatch.setattr(os, "access", lambda p, m, **kw: (m & os.W_OK == 0 or Path(p) != out)
-                            and access(p, m, **kw))  # fmt: skip
+        _deny_writing(monkeypatch, out)
     monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
     assert cli_main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -1594,9 +1600,7 @@ def test_an_output_in_a_folder_that_cannot_be_written_is_refused_before_work(tmp
     """A folder its user may not write in refuses the output before any work, naming the folder (found by a
     mutation audit of the outputs: without the check the run computed, then failed at its write; as root,
     which may write anything, ``os.access`` stands in for a user's)."""
-    access = os.access
-    monkeypatch.setattr(os, "access", lambda p, m, **kw: (m & os.W_OK == 0 or Path(p) != tmp_path)
-                        and access(p, m, **kw))  # fmt: skip
+    _deny_writing(monkeypatch, tmp_path)
     monkeypatch.setattr("cdfts_dask.runner.run", lambda *a, **k: pytest.fail("computed before refusing"))
     out = tmp_path / "out.csv"
     args = ["transform", str(SYN), str(out), "--label", "label", "--max-iter", "1", "--quiet"]
