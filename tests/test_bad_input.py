@@ -549,6 +549,27 @@ def test_a_label_name_for_an_input_without_column_names_says_so(tmp_path):
         read_table(tmp_path / "in.npy", label_column="label")
 
 
+def test_the_first_bad_cell_is_named_at_its_row_past_the_first_block_and_an_unnamed_label_is_no_feature(
+    tmp_path,
+):
+    """The row of a bad cell read block by block counts the blocks before it; a header's unnamed column set
+    aside as the label is not warned of as an unnamed feature (found by a second mutation audit of the CSV
+    reader: blocks of 65536 rows had hidden the row count, and the warning ignored the label)."""
+    from cdfts_dask.csv_input import csv_layout, first_bad_cell
+
+    path = tmp_path / "in.csv"
+    rows = [f"{i}.5,{i},lab{i}" for i in range(10)]
+    rows[7] = "7.5,x,lab7"
+    path.write_text("a,b,\n" + "\n".join(rows) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layout = csv_layout(path, 2)
+    assert layout.header == ["a", "b", ""] and layout.label == 2
+    assert first_bad_cell(path, layout, chunk_rows=3) == (8, 2, "x")
+    with pytest.warns(UserWarning, match=r"column 3 of .* has no name in the header"):
+        csv_layout(path, None)
+
+
 def test_csv_missing_value_error_is_the_same_in_every_row(tmp_path):
     messages = []
     for row in range(3):

@@ -638,6 +638,9 @@ def test_boolean_words_are_refused_as_text_by_both_readers(tmp_path, monkeypatch
     only_false = [f"{('false', 'FALSE')[i % 2]},{y!r}" for i, (_, y) in enumerate(X.tolist())]
     with pytest.raises(TypeError, match=r"non-numeric value 'false' at row 1, column 1 of"):
         read("a,b\n" + "\n".join(only_false) + "\n")  # no "true" anywhere (a mutation audit)
+    only_upper_true = [f"TRUE,{y!r}" for y in X[:, 1].tolist()]
+    with pytest.raises(TypeError, match=r"non-numeric value 'TRUE' at row 1, column 1 of"):
+        read("a,b\n" + "\n".join(only_upper_true) + "\n")  # no lower-case u, no l (a second mutation audit)
     onehot = (X[:, 0] > 0.5).astype(int)  # a feature of 0s and 1s beside the words: parsed again as text
     lines = [f"{r},{onehot[i]},{words[i % 4]}" for i, r in enumerate(rows)]
     got, labels = read("a,b,c,flag\n" + "\n".join(lines) + "\n", "flag")
