@@ -329,7 +329,7 @@ cpu.kth_part(X, 0, 1, 3)
 print(state())
 X5 = np.random.default_rng(0).uniform(size=(40, 5))
 m5 = plan.diameter(cpu.diameter_part(X5, 0, 1))
-radius5 = cpu.kth_part(X5, 0, 1, 3) / m5
+radius5 = plan.knn_radius(cpu.kth_part(X5, 0, 1, 3), m5)
 cpu.shift_part(X5, 0, 40, plan.knn_plan(m5, 3, radius5, cpu.column_mean(X5), "float64"))
 print([kern.kernels_cached(5, "float64", cpu.per_d_kernels(e, 3))[1] for e in ("epsilon", "knn")])
 """

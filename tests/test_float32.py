@@ -95,7 +95,7 @@ def test_float32_engine_within_tolerance(client, estimator, k):
     assert abs(info.deltas[0] - ref.delta) <= ONE_STEP_TOL
     # Delta is the float64 mean of |X_new - X| over the float32 positions (found by a mutation audit: the
     # difference and its sum taken in float32 passed the tolerance above, 1e-7 off)
-    moved = np.abs(out.astype(np.float64) - rounded32(X0).astype(np.float64))
+    moved = np.abs(out.astype(np.float64) - rounded32(X0))  # rounded32: the float32 points, as float64
     assert info.deltas[0] == pytest.approx(moved.mean(), rel=1e-13, abs=0)
     run = cdf_ts(X, delta=1e-12, max_iter=4, estimator=estimator, k=k, client=client, dtype="float32")
     ref_run = oracle.cdf_ts_dense(X, delta=1e-12, max_iter=4, estimator=estimator, k=k)
