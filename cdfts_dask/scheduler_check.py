@@ -48,6 +48,8 @@ def check_scheduler(address: str, security=None) -> None:
         if scheme == "inproc":
             raise ValueError("inproc:// names a scheduler inside this very process, not one to connect to")
         host_port = parse_host_port(location) if scheme in ("tcp", "tls") else None
+        if host_port is not None and not host_port[0]:  # Dask connects to no host there: a timeout
+            raise ValueError("no host before the port (e.g. tcp://127.0.0.1:8786)")
     except (ValueError, TypeError) as exc:
         raise ValueError(f"client: not a usable Dask scheduler address {address!r}: {exc}") from None
     from distributed.security import Security
@@ -111,7 +113,7 @@ def _why_unreachable(host_port: tuple[str, int] | None) -> str:
         return ""
     host, port = host_port
     try:
-        socket.create_connection((host or "localhost", port), timeout=2).close()
+        socket.create_connection((host, port), timeout=2).close()
     except socket.gaierror as exc:
         return f" (host not found: {exc.strerror})"
     except ConnectionRefusedError:

@@ -1138,16 +1138,23 @@ def _closed_port():
         (_closed_port, r"did not answer within 0.5 s \(connection refused: is a scheduler listening"),
         (lambda: _listener(b"HTTP/1.1 200 OK\r\n\r\nhello" * 10), r"answered with bytes that are not Dask's"),
         (lambda: nullcontext("tcp://127.0.0.1:notaport"), r"not a usable Dask scheduler address"),
+        (lambda: nullcontext(":8786"), r"not a usable Dask scheduler address ':8786': no host before the"),
+        (lambda: nullcontext("tcp://nohost.invalid:8786"), r"did not answer within 0.5 s \(host not found: "),
         (lambda: nullcontext("inproc://x"), r"not a usable Dask scheduler address 'inproc://x'"),
         (lambda: nullcontext("gopher://host:70"), r"not a usable Dask scheduler address 'gopher://host:70'"),
     ],
-    ids=["silent", "refused", "non-dask-bytes", "bad-port", "inproc", "unknown-scheme"],
+    ids=["silent", "refused", "non-dask-bytes", "bad-port", "no-host", "unknown-host", "inproc",
+         "unknown-scheme"],
 )
 def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, capsys):
     """Regression: a silent listener hung forever; non-Dask bytes gave `Unable to allocate 3.07 EiB` (then,
     until 2026-11-24, that text behind "cannot reach a Dask scheduler"; now what it means).  A port where
     nothing listens was told as either of two wordings, by which timeout fired first, neither of them
-    saying the connection was refused (until 2026-11-25).
+    saying the connection was refused (until 2026-11-25).  An address without a host (``:8786``), where
+    Dask connects to nothing, waited the whole connect timeout, then said "connection refused" (the probe
+    had asked localhost) or, with a scheduler on localhost, nothing (found by a mutation audit,
+    2026-12-08); it is refused at once.  The same audit found no test of a host that does not resolve
+    (said as "host not found").
     (In process: the command's own error path; a subprocess adds nothing here but its start-up.)"""
     import dask
     import distributed  # noqa: F401  (its config defaults first: leaving dask.config.set would drop them)
@@ -1161,6 +1168,57 @@ def test_bad_scheduler_is_one_line_within_the_timeout(tmp_path, make, pattern, c
     assert code == 2 and len(lines) == 1, lines
     assert re.search(pattern, lines[0]) and address in lines[0], lines[0]
     assert seconds < 60 and not (tmp_path / "o.npy").exists()
+
+
+def test_a_long_connection_error_is_cut_to_one_line_of_200_characters(monkeypatch):
+    """Found by a mutation audit (2026-12-08): the cut of the connection error's text at 200 characters
+    (a TLS failure can run to many lines of certificate detail) dropped passed every test."""
+    import distributed.comm
+
+    async def refused(address, **kwargs):
+        raise OSError("x" * 300)
+
+    monkeypatch.setattr(distributed.comm, "connect", refused)
+    with pytest.raises(ValueError) as e:
+        cdfts_dask.cdf_ts(np.zeros((5, 2)), method="tiled", client="tcp://127.0.0.1:8786")
+    refused = "client: cannot reach a Dask scheduler at 'tcp://127.0.0.1:8786': OSError: "
+    assert str(e.value) == refused + "x" * 200
+
+
+@pytest.mark.parametrize(
+    "error, said",
+    [(OSError(101, "Network is unreachable"), " (Network is unreachable)"),
+     (TimeoutError(), " (TimeoutError)")],
+    ids=["unreachable", "timeout"],
+)  # fmt: skip
+def test_what_a_plain_connection_meets_is_said_whatever_the_os_error(monkeypatch, error, said):
+    """Found by a mutation audit (2026-12-08): the OS errors other than a refusal or an unknown host (a
+    network that cannot be reached, a probe that timed out) said as nothing passed every test (which
+    of them a network meets depends on where the suite runs: the socket's answer is given here)."""
+    import socket
+
+    from cdfts_dask import scheduler_check
+
+    def connect(address, timeout):
+        raise error
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    assert scheduler_check._why_unreachable(("192.0.2.1", 8786)) == said
+
+
+def test_a_connect_timeout_given_as_a_plain_number_is_in_seconds():
+    """Found by a mutation audit (2026-12-08): Dask's connect timeout read in milliseconds when it is a
+    plain number (``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5``, which Dask reads as 5 s) passed every
+    test: the scheduler check would then give up after 5 ms."""
+    import dask
+    import distributed  # noqa: F401  (its config defaults first: leaving dask.config.set would drop them)
+
+    from cdfts_dask.scheduler_check import connect_timeout
+
+    with dask.config.set({"distributed.comm.timeouts.connect": 5}):
+        assert connect_timeout() == 5.0
+    with dask.config.set({"distributed.comm.timeouts.connect": "1.5s"}):
+        assert connect_timeout() == 1.5
 
 
 def test_a_scheduler_that_does_not_answer_at_once_is_said_before_the_wait(tmp_path, capsys, monkeypatch,
