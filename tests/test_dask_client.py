@@ -110,6 +110,30 @@ def test_a_worker_wait_of_none_or_a_duration_runs(X, client, value):
     np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
 
 
+def test_a_run_waits_the_worker_wait_asked_for_a_first_worker(X):
+    """Found by a mutation audit (2026-12-08): the wait for a first worker cut to 1 s, whatever
+    ``cdfts.worker-wait`` said, passed every test (they wait 1 s for workers that never come): a job
+    whose workers were still queued was then refused at once.  A worker joining after 2 s of a 30 s
+    wait is waited for, and the run equals the oracle."""
+    import threading
+
+    import dask
+
+    options = dict(n_workers=0, processes=False, dashboard_address=":0", silence_logs=50)
+    wait = dask.config.set({"cdfts.worker-wait": "30s"})
+    with LocalCluster(**options) as cluster, Client(cluster) as c, wait:
+        joins = threading.Timer(2.0, cluster.scale, args=(1,))
+        joins.start()
+        try:
+            tic = time.monotonic()
+            out = cdf_ts(X, lam=0.2, max_iter=1, method="tiled", client=c)
+            waited = time.monotonic() - tic
+        finally:
+            joins.cancel()
+    assert waited > 1.5, waited
+    np.testing.assert_allclose(out, cdf_ts(X, lam=0.2, max_iter=1, method="dense"), rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("limit,pausing", [("200MiB", True), ("200MiB", False), ("1GiB", True), (0, True)])
 def test_workers_whose_memory_limit_pauses_them_before_any_data_are_named(limit, pausing):
     """Found by a memory audit (2026-12-06): on workers of 150-250 MiB (Dask pauses at 80 %) the run
@@ -229,14 +253,17 @@ def test_a_cuda_run_on_workers_without_the_gpu_array_module_is_refused(X, client
     """Regression: ``backend="cuda"`` on a cluster with CPU workers (the compose ``gpu`` profile adds GPU
     workers beside the CPU ones) sent CUDA tasks to workers without CuPy.  The session's workers have no
     CuPy: with the client's CUDA bodies holding CuPy arrays (as on a GPU machine), the run is refused
-    before any work, naming the workers."""
+    before any work, naming the workers and their scheduler (the scheduler's address in place of the
+    client's repr: found by a mutation audit, 2026-12-08)."""
     from types import SimpleNamespace
 
     from cdfts_dask.engine import cuda
 
     monkeypatch.setattr(cuda, "xp", SimpleNamespace(__name__="cupy"))
-    needs = r"^client: backend='cuda' needs CuPy on every worker, and the workers tcp://127.0.0.1:\d+"
-    with pytest.raises(ValueError, match=needs):
+    workers = ", ".join(sorted(client.nthreads()))
+    needs = (f"client: backend='cuda' needs CuPy on every worker, and the workers {workers} of the Dask "
+             f"scheduler at {client.scheduler.address} have none (CPU workers beside the GPU")  # fmt: skip
+    with pytest.raises(ValueError, match=f"^{re.escape(needs)}"):
         cdf_ts(X, max_iter=1, method="tiled", client=client, backend="cuda")
 
 
@@ -426,22 +453,32 @@ def test_the_embedded_cluster_has_at_most_four_single_threaded_workers(monkeypat
         assert sorted(c.nthreads().values()) == [1, 1]
 
 
-def test_the_memory_warning_asks_for_enough_memory_at_any_pause_fraction():
+@pytest.mark.parametrize(
+    "thresholds,told",
+    [({"tcp://a:1": (200 * 2**20, 0.9), "tcp://b:1": (200 * 2**20, 0.9)},
+      ["limit of 200 MiB", "pauses a worker at 90% of it", "give each worker at least 384 MiB"]),
+     ({"tcp://a:1": (300 * 2**20, 0.8), "tcp://b:1": (200 * 2**20, 0.5)},
+      ["limit of 200/300 MiB", "pauses a worker at 50%/80% of it", "give each worker at least 640 MiB"])],
+    ids=["90%", "mixed"],
+)  # fmt: skip
+def test_the_memory_warning_asks_for_enough_memory_at_any_pause_fraction(thresholds, told):
     """Found by a mutation audit (2026-12-07): the memory it asks for rounded, not rounded up, to 64 MiB
     passed (the test above checks a pause fraction of 80 % only); at 90 % that asked for 320 MiB, where
-    a worker pauses at 288 MiB, below the 300 MiB it holds before any data."""
+    a worker pauses at 288 MiB, below the 300 MiB it holds before any data.  And (2026-12-08) the memory
+    asked of workers pausing at different fractions taken from the highest fraction passed: 384 MiB,
+    where the worker pausing at 50 % then pauses at 192 MiB; it is taken from the lowest (640 MiB)."""
     import warnings
 
     from cdfts_dask.dask_client import warn_if_workers_would_pause
 
-    class Workers:  # client.run(_memory_pause) of two workers of 200 MiB, pausing at 90 %
+    class Workers:  # client.run(_memory_pause): each worker's (memory limit, pause fraction)
         def run(self, func):
-            return {"tcp://a:1": (200 * 2**20, 0.9), "tcp://b:1": (200 * 2**20, 0.9)}
+            return thresholds
 
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         warn_if_workers_would_pause(Workers())
-    assert len(said) == 1 and "give each worker at least 384 MiB" in str(said[0].message), said
+    assert len(said) == 1 and all(part in str(said[0].message) for part in told), said
 
 
 class _ScriptedScheduler:
@@ -494,6 +531,34 @@ def test_a_stall_is_said_once_and_only_after_two_asks_in_a_row_find_it(monkeypat
             assert client.done.wait(30)
     messages = [str(w.message) for w in caught]
     assert len(messages) == len(said) and all(s in m for s, m in zip(said, messages, strict=True)), messages
+
+
+def test_a_scheduler_that_does_not_answer_the_stall_watcher_does_not_hold_the_runs_end(monkeypatch):
+    """Found by a mutation audit (2026-12-08): the watcher's thread joined without a limit as the block
+    ends passed every test: a run whose scheduler stopped answering (a network cut) then waited at its
+    very end for the watcher's unanswered ask.  The block ends within the join's 1 s."""
+    import threading
+    from types import SimpleNamespace
+
+    from cdfts_dask import dask_client as module
+
+    monkeypatch.setattr(module, "STALL_POLL", 0.01)
+    asked, answer = threading.Event(), threading.Event()
+
+    def identity():  # a scheduler that never answers, until the test ends
+        asked.set()
+        answer.wait(60)
+        return {"workers": {}}
+
+    client = SimpleNamespace(scheduler=SimpleNamespace(address="tcp://scheduler:8786", identity=identity),
+                             sync=lambda func: func())  # fmt: skip
+    try:
+        with module.warn_while_the_run_stalls(client):
+            assert asked.wait(30)
+            tic = time.monotonic()
+        assert time.monotonic() - tic < 10
+    finally:
+        answer.set()
 
 
 class _LosingItsScheduler:
@@ -596,6 +661,7 @@ def test_an_error_in_a_message_of_ours_is_its_first_line_cut_at_200_characters()
     from cdfts_dask.dask_client import first_line
 
     assert first_line(OSError("x" * 300 + "\nsecond line")) == "OSError: " + "x" * 200
+    assert first_line(OSError("first line\nsecond line")) == "OSError: first line"
     assert first_line(TimeoutError()) == "TimeoutError: "
 
 

@@ -83,19 +83,25 @@ def test_verbose_prints_each_message_once_beside_a_root_handler(X, capsys):
 def test_overlapping_verbose_calls_print_once_and_leave_the_logger_as_they_found_it(capsys):
     """Regression (a review of the fix above): each verbose block saved and restored the logger's level and
     propagation itself, so two that overlap (threads) and end out of order left the logger silent for the
-    application's handlers for good, and each printed every message on its own handler (twice)."""
+    application's handlers for good, and each printed every message on its own handler (twice).  The
+    level restored is the application's own (WARNING here), not the library's NOTSET: a mutation audit
+    (2026-12-08) found the restore to NOTSET passing, as every test had left the level NOTSET."""
     from cdfts_dask.log import verbosity
 
     level, propagate = logger.level, logger.propagate
-    first, second = verbosity(True), verbosity(True)
-    first.__enter__()
-    second.__enter__()
-    logger.info("both running")
-    first.__exit__(None, None, None)  # the first ends before the second
-    logger.info("one running")
-    assert not logger.propagate and logger.level == logging.INFO
-    second.__exit__(None, None, None)
-    assert (logger.level, logger.propagate) == (level, propagate)
+    logger.setLevel(logging.WARNING)  # an application's choice, to be found again after the calls
+    try:
+        first, second = verbosity(True), verbosity(True)
+        first.__enter__()
+        second.__enter__()
+        logger.info("both running")
+        first.__exit__(None, None, None)  # the first ends before the second
+        logger.info("one running")
+        assert not logger.propagate and logger.level == logging.INFO
+        second.__exit__(None, None, None)
+        assert (logger.level, logger.propagate) == (logging.WARNING, propagate)
+    finally:
+        logger.setLevel(level)
     assert capsys.readouterr().err.splitlines() == ["cdfts: both running", "cdfts: one running"]
     assert [h for h in logger.handlers if not isinstance(h, logging.NullHandler)] == []
 
@@ -180,3 +186,26 @@ def test_the_start_line_counts_workers_not_threads(X, caplog):
             cdf_ts(X, max_iter=1, method="tiled", client=c)
     start = _messages(caplog)[0]
     assert start.endswith(", 1 worker") or ", 1 worker, dashboard " in start, start
+
+
+@pytest.mark.parametrize(
+    "workers, link, line",
+    [({"tcp://a:1": 1}, None, "tiled engine, 1 worker"),
+     ({"tcp://a:1": 1, "tcp://b:1": 2}, "http://127.0.0.1:8787/status",
+      "tiled engine, 2 workers, dashboard http://127.0.0.1:8787/status")],
+    ids=["no-dashboard", "dashboard"],
+)  # fmt: skip
+def test_the_start_line_names_the_dashboard_only_where_there_is_one(caplog, workers, link, line):
+    """Found by a mutation audit (2026-12-08): a cluster without a dashboard (distributed without bokeh,
+    or the dashboard disabled) said as ``dashboard None`` passed every test (their clusters have one)."""
+    from cdfts_dask.log import say_started
+
+    class Cluster:  # a client's view of its workers and of its dashboard (None where there is none)
+        dashboard_link = link
+
+        def nthreads(self):
+            return workers
+
+    with caplog.at_level(logging.INFO, logger="cdfts_dask"):
+        say_started("tiled engine", Cluster())
+    assert _messages(caplog) == [line]
