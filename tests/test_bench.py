@@ -219,8 +219,10 @@ def test_every_figure_of_a_row_is_derived_from_that_rows_own_measurement(monkeyp
 def test_a_printed_row_shows_each_figure_in_its_own_column():
     """Found by a mutation audit (2026-12-07): ``format_row`` printing ``shift_pps`` under ``ref_pps``,
     ``cpu_max`` under ``cpu_s`` or ``x_1w_cpu`` under ``x_1w`` passed: every row tested had equal or
-    unmeasured values there.  A row of distinct values prints each under its own header."""
-    row = bench.Row(60, 3, "float32", 2, 0.25, 1.5e6, 2.5e6, 3.5e6, 0.75, 0.5, 400.0, 1.75, 12.5, 0.125,
+    unmeasured values there.  A row of distinct values prints each under its own header, to 1 %
+    (``s_iter`` printed to 2 decimals, 0.01 for 0.01234, passed a row of 0.25 s: found by a mutation
+    audit, 2026-12-08)."""
+    row = bench.Row(60, 3, "float32", 2, 0.01234, 1.5e6, 2.5e6, 3.5e6, 0.75, 0.5, 400.0, 1.75, 12.5, 0.125,
                     1.25, 2.75)  # fmt: skip
     printed = dict(zip(bench.COLUMNS, bench.format_row(row).split(), strict=True))
     for name, value in vars(row).items():
@@ -241,6 +243,18 @@ def test_every_figure_of_a_printed_row_ends_under_the_end_of_its_header(measured
         return [m.end() for m in re.finditer(r"\S+", line)]
 
     assert ends(bench.format_row(row)) == ends(bench.header())
+
+
+def test_a_timed_iteration_that_failed_raises_its_error_rather_than_giving_a_time():
+    """Found by a mutation audit (2026-12-08): the wait for a timed iteration's result not raising the
+    task's error passed every test: a benchmark whose iteration failed on the workers would then print the
+    seconds until the failure as a figure of the engine."""
+    from distributed import Client
+
+    with _in_process_cluster(1) as cluster, Client(cluster) as c:
+        bench._computed(c.submit(sum, [1, 2]))  # a finished task: nothing raised
+        with pytest.raises(ZeroDivisionError):
+            bench._computed(c.submit(divmod, 1, 0))
 
 
 def test_the_engine_iteration_runs_what_was_asked_and_reports_its_own_measurements(monkeypatch):
@@ -346,11 +360,12 @@ def test_the_oracle_is_timed_with_the_estimator_and_k_asked(monkeypatch):
 def test_the_kernel_profile_rates_are_its_pairs_over_its_seconds(monkeypatch):
     """Found by a mutation audit (2026-12-07): the count pass's rate over n^2 (not the n^2 / 2 unordered
     pairs the docstring says), the k-NN rate over the shift's seconds, the profile run in float64 or at
-    k = 10 whatever was asked, all passed."""
-    from cdfts_dask.engine import cpu
+    k = 10 whatever was asked, all passed; and (2026-12-08) the count pass timed at lambda 0.1 whatever
+    was asked."""
+    from cdfts_dask.engine import cpu, plan
 
     seen = []
-    real_kth, real_shift = cpu.kth_part, cpu.shift_part
+    real_kth, real_shift, real_threshold = cpu.kth_part, cpu.shift_part, plan.count_threshold
 
     def kth(X, a, b, k):
         seen.append(("kth", X.dtype, k))
@@ -360,8 +375,13 @@ def test_the_kernel_profile_rates_are_its_pairs_over_its_seconds(monkeypatch):
         seen.append(("shift", X.dtype))
         return real_shift(X, a, b, p)
 
+    def threshold(m, lam):
+        seen.append(("threshold", lam))
+        return real_threshold(m, lam)
+
     monkeypatch.setattr(cpu, "kth_part", kth)
     monkeypatch.setattr(cpu, "shift_part", shift)
+    monkeypatch.setattr(plan, "count_threshold", threshold)
     n = 200
     r = bench.kernel_profile(n, 3, "float32", lam=0.2, k=5)
     assert r["count_pairs_per_s"] * r["count_s"] == pytest.approx(n * n / 2, rel=1e-9)
@@ -369,6 +389,7 @@ def test_the_kernel_profile_rates_are_its_pairs_over_its_seconds(monkeypatch):
     assert r["shift_pairs_per_s"] * r["shift_s"] == pytest.approx(n * n, rel=1e-9)
     assert {s for s in seen if s[0] == "kth"} == {("kth", np.dtype("float32"), 5)}
     assert {s for s in seen if s[0] == "shift"} == {("shift", np.dtype("float32"))}
+    assert {s for s in seen if s[0] == "threshold"} == {("threshold", 0.2)}
     seen.clear()
     bench.kernel_profile(8, 2, k=50)  # k above n - 1: measured at n - 1, as the command line says
     assert {s[2] for s in seen if s[0] == "kth"} == {7}
@@ -405,7 +426,8 @@ def test_the_command_line_passes_every_option_to_the_benchmark_and_prints_its_ge
     """Found by a mutation audit (2026-12-07): ``cdfts bench`` dropping ``--lam``, ``--estimator``,
     ``-k``, ``--repeat``, ``--oracle-max``, ``--tile-size``, ``-d`` or ``--gpu`` on their way to
     ``bench.run`` (the table printed as if they had been honoured) passed, and so did the GEMM line's
-    roof for d = 6 whatever ``-d`` was, or its GFLOP/s off by 1000."""
+    roof for d = 6 whatever ``-d`` was, or its GFLOP/s off by 1000.  And (2026-12-08) a size written as
+    its help says (``1e3``) refused, and ``--dtype "float64, float32"`` refused for its blank."""
     from cdfts_dask.cli import main
 
     asked = []
@@ -415,7 +437,7 @@ def test_the_command_line_passes_every_option_to_the_benchmark_and_prints_its_ge
         return [], None if kwargs["backend"] == "cuda" else 3.0e9
 
     monkeypatch.setattr(bench, "run", fake_run)
-    flags = ["--sizes", "40,50", "-d", "4", "--dtype", "float64,float32", "--workers", "1,3",
+    flags = ["--sizes", "4e1,50", "-d", "4", "--dtype", "float64, float32", "--workers", "1,3",
              "--lam", "0.25", "--estimator", "knn", "-k", "7", "--repeat", "2", "--oracle-max", "45",
              "--tile-size", "9"]  # fmt: skip
     assert main(["bench", *flags]) == 0
@@ -469,15 +491,20 @@ def test_the_command_lines_other_modes_print_the_figures_of_the_configuration_as
 @pytest.mark.parametrize(
     "flags",
     [["--sizes", "1"], ["--sizes", "60", "--workers", "0"], ["--sizes", "60", "--repeat", "0"],
-     ["--sizes", "60", "--lam", "1"]],
+     ["--sizes", "60", "--lam", "1"], ["--sizes", "60", "--workers", "1,x"],
+     ["--sizes", "60", "--user-call", "--oracle-max", "5"],
+     ["--sizes", "60", "--kernels", "--oracle-max", "5"]],
 )  # fmt: skip
 def test_the_command_line_refuses_a_size_worker_count_repeat_or_lambda_it_cannot_time(monkeypatch, capsys,
                                                                                        flags):  # fmt: skip
     """Found by a mutation audit (2026-12-07): ``--sizes 1`` (no pair to time), ``--workers 0``,
-    ``--repeat 0`` (no timed iteration: every figure ``inf``) and ``--lam 1`` accepted passed."""
+    ``--repeat 0`` (no timed iteration: every figure ``inf``) and ``--lam 1`` accepted passed.  And
+    (2026-12-08) ``--workers 1,x`` read as ``1`` (the ``x`` dropped), and ``--oracle-max`` accepted by
+    ``--user-call`` and ``--kernels``, which time no oracle against it."""
     from cdfts_dask.cli import main
 
-    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("timed what it should have refused"))
+    for mode in ("run", "user_call", "kernel_profile"):
+        monkeypatch.setattr(bench, mode, lambda *a, **k: pytest.fail("timed what it should have refused"))
     try:
         code = main(["bench", *flags])
     except SystemExit as exc:

@@ -426,11 +426,15 @@ def test_evaluate_reads_a_relative_data_path_from_the_callers_cwd(tmp_path, clie
         (["--eps", "nan"], "--eps must be a positive"),
         (["--eps", "-0.1"], "--eps must be a positive"),
         (["--max-n", "0"], "--max-n must be at least 2, got 0"),
+        (["--eps", "inf"], "--eps must be a positive radius, got inf"),
+        (["--max-n", "1"], "--max-n must be at least 2, got 1"),
     ],
 )
 def test_plot_refuses_a_radius_or_sample_size_that_would_print_nonsense(tmp_path, capsys, flags, message):
     """Regression: ``plot --eps 0`` / ``nan`` printed density std "nan, nan, ..." and ``--eps -0.1`` "0.00"
-    and wrote the figures, exit 0; ``--max-n 0`` failed after reading the data, naming no option."""
+    and wrote the figures, exit 0; ``--max-n 0`` failed after reading the data, naming no option.  A
+    mutation audit (2026-12-08) found no test of ``--eps inf`` (every point a neighbour of every other: a
+    std of 0.00) or ``--max-n 1`` (one point: no distance)."""
     code, err = _main(capsys, "plot", DATA / "3L.csv", "--out", tmp_path / "fig", *flags)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and message in lines[0], lines
@@ -592,9 +596,14 @@ def test_plot_draws_each_figure_with_the_options_asked_and_prints_its_figures(tm
     seen.clear()
     hd = tmp_path / "hd.csv"
     hd.write_text("a,b,c,label\n" + "".join(f"{i % 7},{(i * 3) % 11},{i % 5},{i % 2}\n" for i in range(40)))
-    assert _main(capsys, "plot", hd, "--out", tmp_path, "--lam", "0.3", "--max-n", "30")[0] == 0
-    assert seen == [("convergence", (30, 3), 0.3, 10, 0.1, "hd", "hd_convergence.png"),
-                    ("mds", (30, 3), 30, 0.3, "hd", "hd_mds.png")]  # fmt: skip
+    assert _main(capsys, "plot", hd, "--out", tmp_path, "--lam", "0.3", "--max-n", "39")[0] == 0
+    assert seen == [("convergence", (39, 3), 0.3, 10, 0.1, "hd", "hd_convergence.png"),
+                    ("mds", (39, 3), 39, 0.3, "hd", "hd_mds.png")]  # fmt: skip
+    seen.clear()  # one point more than --max-n is subsampled (above, 40 for 39); 1-D data: no scatter, no MDS
+    line = tmp_path / "line.csv"
+    line.write_text("a,label\n" + "".join(f"{i % 7},{i % 2}\n" for i in range(20)))
+    assert _main(capsys, "plot", line, "--out", tmp_path, "--iterations", "2")[0] == 0
+    assert seen == [("convergence", (20, 1), 0.1, 2, 0.1, "line", "line_convergence.png")]
 
 
 @pytest.mark.parametrize(
