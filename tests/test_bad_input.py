@@ -76,6 +76,18 @@ BAD_FILES = {
     "empty-cell-first-row": (_csv(",0.2\n0.3,0.4\n0.5,0.9\n"), ValueError, r"\(empty cell\) at row 1"),
     "na-first-row": (_csv("NA,0.2\n0.3,0.4\n0.5,0.9\n"), ValueError, r"missing value 'NA' at row 1, col"),
     "na-second-row": (_csv("0.3,0.4\nNA,0.2\n0.5,0.9\n"), ValueError, r"missing value 'NA' at row 2, col"),
+    # a "?" (a missing value in some exports, e.g. the UCI repository's) named as missing, not as text
+    "question-mark": (_csv("a,b\n1,2\n?,3\n4,5\n"), ValueError, r"missing value '\?' at row 2, column 1"),
+    # lines pandas reads as rows of one field, not blank lines (found by a mutation audit, 2026-12-08)
+    "form-feed-line": (_raw("in.csv", b"a,b\n1,2\n\x0c\n3,4\n"), ValueError, r"line 3 has 1 fields, expe"),
+    "quoted-empty-line": (  # after a quoted line break: the fields counted by the csv module
+        _csv('a,b\n"1\n",2\n""\n3,4\n'), ValueError, r"line 4 has 1 fields, expected 2"
+    ),
+    "ragged-last-line-unended": (_csv("a,b\n1,2\n3"), ValueError, r"line 3 has 1 fields, expected 2"),
+    "blank-cell": (_csv("a,b\n1,2\n  ,3\n"), ValueError, r"missing value \(empty cell\) at row 2, column 1"),
+    "text-cell-shown-whole": (  # up to 80 characters
+        _csv("a,b\n1,2\n3,not a number at all\n"), TypeError, r"value 'not a number at all' at row 2, colum"
+    ),
     "inf": (_csv("1,2\n3,inf\n4,5\n"), ValueError, r"NaN or inf .*inf"),
     "minus-inf": (_csv("1,2\n3,-inf\n4,5\n"), ValueError, r"NaN or inf .*-inf"),
     "string-in-numeric-column": (
@@ -610,6 +622,10 @@ def test_csv_first_rows_that_pandas_writes_by_default_are_named(tmp_path, capsys
         warnings.simplefilter("error")  # a named header, a numeric first row: no warning
         assert read_table(plain)[0].shape == (20, 2)
         assert read_table(tmp_path / "values.csv")[0].shape == (2, 2)
+        # one column whose first value is 0: a data row, not pandas' column numbers (found by a
+        # mutation audit, 2026-12-08: the rule taking one number for a row of column numbers passed)
+        (tmp_path / "one.csv").write_text("0\n0.5\n1\n")
+        assert read_table(tmp_path / "one.csv")[0].tolist() == [[0.0], [0.5], [1.0]]
 
 
 def test_the_header_pandas_writes_by_default_is_read_as_a_header(tmp_path, capsys):
@@ -674,6 +690,10 @@ def test_a_numeric_first_row_with_a_label_named_cell_is_named(tmp_path):
         warnings.simplefilter("error")
         assert read_table(plain, label_column="-1")[0].shape == (10, 2)
         assert read_table(src, label_column="label")[0].shape == (10, 2)  # by name: the header
+    # the label cell's name compared as a header name is, in any case (found by a mutation audit, 2026-12-08)
+    src.write_text("2019,2020, Class\n" + rows)
+    with pytest.warns(UserWarning, match=r"its label cell 'Class' is named like a label column"):
+        assert read_table(src, label_column="-1")[0].shape == (11, 2)
 
 
 def test_csv_reads_exactly_what_numpy_reads(tmp_path):
