@@ -214,7 +214,8 @@ def test_a_missing_core_dependency_is_not_sent_to_an_extra(capsys):
 def test_a_missing_optional_package_names_its_extra(capsys, name, extra):
     """Found by a mutation audit (2026-12-07): numba-cuda (a module of the 'gpu' extra) or matplotlib (of
     the 'eval' extra) dropped from the optional packages passed every test: a missing one was said to
-    break every command ("install cdfts-dask again")."""
+    break every command ("install cdfts-dask again").  And (2026-12-08) the CUDA 13 variant of the 'gpu'
+    extra named after the 'eval' one too."""
     from types import SimpleNamespace
 
     from cdfts_dask.cli import run_command
@@ -227,6 +228,7 @@ def test_a_missing_optional_package_names_its_extra(capsys, name, extra):
     said = f"cdfts plot: error: needs the optional package {name!r}; "
     assert len(err) == 1 and err[0].startswith(said), err
     assert f"install the {extra!r} extra: pip install '.[{extra}]'" in err[0], err
+    assert ("'.[gpu-cu13]' for CUDA 13" in err[0]) == (extra == "gpu"), err
 
 
 @pytest.mark.parametrize("command", ["transform", "apply", "evaluate"])
